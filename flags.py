@@ -1,0 +1,207 @@
+"""Command-line flags of the trainer, defined inside a function.
+
+Nothing is defined at import time, so tests and libraries can import this
+module without touching the global flag registry. Binaries call
+`define_flags()` once before `app.run`. Only `trainer/` reads the parsed
+values; it turns them into a validated `params` dict (trainer/params.py).
+"""
+
+from absl import flags
+
+MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
+PRECISIONS = ('float32', 'bfloat16')
+OPTIMIZERS = ('sgd', 'momentum', 'adam')
+LR_SCHEDULES = ('constant', 'cosine', 'linear', 'piecewise')
+AUGMENTATIONS = ('none', 'pad_crop', 'inception_crop')
+RESNET_STEMS = ('auto', 'imagenet', 'small')
+
+
+def define_flags(flag_values=flags.FLAGS):
+  """Defines every trainer flag and its validators on `flag_values`."""
+  f = flag_values
+
+  # Cluster.
+  flags.DEFINE_string(
+      'tpu', '', 'Cloud TPU name or grpc://host:port address. Empty: no TPU.',
+      flag_values=f)
+  flags.DEFINE_string('tpu_zone', None, 'GCE zone of the Cloud TPU.',
+                      flag_values=f)
+  flags.DEFINE_string('gcp_project', None, 'GCP project of the Cloud TPU.',
+                      flag_values=f)
+  flags.DEFINE_boolean(
+      'use_tpu', None, 'Run on TPU. Default: on iff --tpu is set.',
+      flag_values=f)
+  flags.DEFINE_integer(
+      'num_cores', 8, 'TPU cores (shards) the global batch is split over.',
+      lower_bound=1, flag_values=f)
+  flags.DEFINE_integer(
+      'iterations_per_loop', 100,
+      'Steps run on the device per host loop (one session.run on TPU).',
+      lower_bound=1, flag_values=f)
+
+  # What to run.
+  flags.DEFINE_enum('mode', 'train_and_evaluate', MODES, 'What to do.',
+                    flag_values=f)
+  flags.DEFINE_string(
+      'model', 'mlp',
+      'Built-in model name (mlp, resnet) or package.module:function naming '
+      'a model_fn(features, labels, mode, params).', flag_values=f)
+  flags.DEFINE_string(
+      'input', 'tfrecord',
+      'Built-in input name (tfrecord, synthetic) or package.module:function '
+      "naming an input_fn(params); params['mode'] is train, eval or infer.",
+      flag_values=f)
+  flags.DEFINE_string(
+      'model_dir', None,
+      'Checkpoints and summaries. Default: a new temporary directory.',
+      flag_values=f)
+  flags.DEFINE_string(
+      'data_dir', None,
+      'Directory of train-* and validation-* TFRecord files (local or gs://). '
+      'Default: the embedded handwritten-digits data shipped in data/digits.',
+      flag_values=f)
+  flags.DEFINE_boolean(
+      'use_synthetic_data', False,
+      'Feed random images instead of files (benchmarks). Same as '
+      '--input=synthetic.', flag_values=f)
+  flags.DEFINE_string(
+      'export_dir', None,
+      'Where --mode=export writes the SavedModel. Default: MODEL_DIR/export.',
+      flag_values=f)
+  flags.DEFINE_integer('seed', 0, 'Graph-level random seed.', flag_values=f)
+
+  # Steps and batches.
+  flags.DEFINE_integer('train_steps', 3000, 'Total training steps.',
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_integer(
+      'eval_steps', 0,
+      'Evaluation steps. 0: one pass over the evaluation files, dropping '
+      'the last partial batch.', lower_bound=0, flag_values=f)
+  flags.DEFINE_integer(
+      'steps_per_eval', 1000,
+      'Training steps between evaluations in train_and_evaluate.',
+      lower_bound=1, flag_values=f)
+  flags.DEFINE_integer('train_batch_size', 128, 'Global training batch.',
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_integer(
+      'eval_batch_size', 120, 'Global evaluation and prediction batch.',
+      lower_bound=1, flag_values=f)
+
+  # Data.
+  flags.DEFINE_integer('num_classes', 10, 'Number of label classes.',
+                       lower_bound=2, flag_values=f)
+  flags.DEFINE_integer('image_size', 28, 'Height and width fed to the model.',
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_integer('image_channels', 1, 'Channels fed to the model.',
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_enum('augmentation', 'pad_crop', AUGMENTATIONS,
+                    'Training-time augmentation.', flag_values=f)
+  flags.DEFINE_boolean(
+      'cache', False,
+      'Cache the parsed records in host memory after the first epoch.',
+      flag_values=f)
+  flags.DEFINE_integer('shuffle_buffer', 10000, 'Shuffle buffer (records).',
+                       lower_bound=1, flag_values=f)
+
+  # Model.
+  flags.DEFINE_list('mlp_hidden_units', ['128'],
+                    'Width of each hidden layer of the MLP.', flag_values=f)
+  flags.DEFINE_enum('resnet_depth', '50', ('18', '34', '50', '101'),
+                    'ResNet v1.5 depth.', flag_values=f)
+  flags.DEFINE_enum(
+      'resnet_stem', 'auto', RESNET_STEMS,
+      'ResNet stem: imagenet (7x7/2 conv + max pool), small (3x3/1 conv), or '
+      'auto (imagenet for images of 64 pixels and more).', flag_values=f)
+  flags.DEFINE_enum('precision', 'float32', PRECISIONS,
+                    'Compute precision; variables stay float32.',
+                    flag_values=f)
+
+  # Optimization.
+  flags.DEFINE_enum('optimizer', 'adam', OPTIMIZERS, 'Optimizer.',
+                    flag_values=f)
+  flags.DEFINE_float('learning_rate', 0.001, 'Peak learning rate.',
+                     lower_bound=0.0, flag_values=f)
+  flags.DEFINE_enum('lr_schedule', 'cosine', LR_SCHEDULES,
+                    'Decay after warmup.', flag_values=f)
+  flags.DEFINE_integer('warmup_steps', 0, 'Linear warmup steps.',
+                       lower_bound=0, flag_values=f)
+  flags.DEFINE_list(
+      'lr_decay_steps', [],
+      'Steps at which the piecewise schedule multiplies the rate by '
+      '--lr_decay_factor.', flag_values=f)
+  flags.DEFINE_float('lr_decay_factor', 0.1, 'Piecewise decay factor.',
+                     lower_bound=0.0, flag_values=f)
+  flags.DEFINE_float('momentum', 0.9, 'Momentum of the momentum optimizer.',
+                     lower_bound=0.0, flag_values=f)
+  flags.DEFINE_float(
+      'weight_decay', 0.0,
+      'L2 coefficient on weights; batch-norm variables and biases are skipped.',
+      lower_bound=0.0, flag_values=f)
+  flags.DEFINE_float('label_smoothing', 0.0, 'Label smoothing.',
+                     lower_bound=0.0, upper_bound=1.0, flag_values=f)
+
+  # Checkpoints.
+  flags.DEFINE_integer('save_checkpoints_steps', 1000,
+                       'Steps between checkpoints.', lower_bound=1,
+                       flag_values=f)
+  flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints kept.',
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_string(
+      'init_checkpoint', None,
+      'Checkpoint (file prefix or directory) to warm-start model variables '
+      'from.', flag_values=f)
+
+  _define_validators(f)
+
+
+def _define_validators(f):
+  """Cross-flag checks run at parse time; messages name the flag at fault."""
+
+  @flags.multi_flags_validator(
+      ['train_batch_size', 'eval_batch_size', 'num_cores'],
+      message='--train_batch_size and --eval_batch_size are global batches '
+      'and must be divisible by --num_cores.', flag_values=f)
+  def _batches_divide(v):
+    return (v['train_batch_size'] % v['num_cores'] == 0 and
+            v['eval_batch_size'] % v['num_cores'] == 0)
+
+  @flags.multi_flags_validator(
+      ['use_tpu', 'tpu'],
+      message='--use_tpu needs --tpu (a TPU name or grpc:// address).',
+      flag_values=f)
+  def _use_tpu_needs_tpu(v):
+    return not v['use_tpu'] or bool(v['tpu'])
+
+  @flags.validator('mlp_hidden_units', flag_values=f,
+                   message='--mlp_hidden_units must be positive integers, '
+                   'e.g. 128,64.')
+  def _hidden_units(units):
+    return all(u.strip().isdigit() and int(u) > 0 for u in units)
+
+  @flags.validator('lr_decay_steps', flag_values=f,
+                   message='--lr_decay_steps must be increasing positive '
+                   'integers, e.g. 3000,6000.')
+  def _decay_steps(steps):
+    if not all(s.strip().isdigit() for s in steps):
+      return False
+    values = [int(s) for s in steps]
+    return all(a < b for a, b in zip(values, values[1:])) and all(
+        s > 0 for s in values)
+
+  @flags.validator('model', flag_values=f)
+  def _model_known(name):
+    from trainer import registry  # Imports TensorFlow; deferred to parse.
+    try:
+      registry.resolve_model_fn(name)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from e
+    return True
+
+  @flags.validator('input', flag_values=f)
+  def _input_known(name):
+    from trainer import registry  # Imports TensorFlow; deferred to parse.
+    try:
+      registry.resolve_input_fn(name)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from e
+    return True

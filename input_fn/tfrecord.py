@@ -1,0 +1,82 @@
+"""input_fn over TFRecord files of tf.train.Examples (see features.py)."""
+
+import tensorflow as tf
+
+from input_fn import features as feature_lib
+from input_fn import preprocessing
+from input_fn import sharding
+
+CYCLE_LENGTH = 16
+_AUTOTUNE = tf.data.AUTOTUNE
+
+
+def is_training(params):
+  """True when the runner asked for the training split (params['mode'])."""
+  return params.get('mode', 'train') == 'train'
+
+
+def list_files(params, training):
+  """Sorted files of the split; ValueError naming the pattern if none."""
+  data_dir = params.get('data_dir')
+  if not data_dir:
+    raise ValueError("params['data_dir'] (--data_dir) is not set.")
+  pattern = feature_lib.file_pattern(data_dir, training)
+  files = sorted(tf.io.gfile.glob(pattern))
+  if not files:
+    raise ValueError(f'--data_dir: no files match {pattern}.')
+  return files
+
+
+def parse_and_preprocess(record, training, params):
+  """(features, label) from one serialized example."""
+  parsed = tf.io.parse_single_example(record, feature_lib.FEATURE_SPEC)
+  image = preprocessing.decode(parsed, params['image_channels'])
+  image = preprocessing.preprocess(image, training, params)
+  if params.get('precision') == 'bfloat16':
+    image = tf.cast(image, tf.bfloat16)  # Halves host-to-device bytes.
+  label = tf.cast(parsed[feature_lib.LABEL], tf.int32)
+  return {'image': image}, label
+
+
+def input_fn(params):
+  """Batched (features, labels) dataset of this pipeline's shard of the split.
+
+  params: batch_size (this pipeline's batch), mode (train|eval|infer),
+  data_dir, image_size, image_channels, augmentation, cache, shuffle_buffer,
+  seed, precision, context (optional). Training data is shuffled and repeats;
+  batches have a static size (drop_remainder) except in prediction.
+  """
+  training = is_training(params)
+  files = list_files(params, training)
+  num_shards, index = sharding.input_shard(params)
+  seed = params.get('seed')
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  if num_shards > 1:
+    if len(files) < num_shards:
+      raise ValueError(
+          f'{len(files)} files under {params["data_dir"]} cannot be split '
+          f'over {num_shards} input pipelines; write at least one file each.')
+    dataset = dataset.shard(num_shards, index)
+  if training:
+    dataset = dataset.shuffle(len(files), seed=seed)
+  dataset = dataset.interleave(
+      tf.data.TFRecordDataset, cycle_length=min(CYCLE_LENGTH, len(files)),
+      num_parallel_calls=_AUTOTUNE, deterministic=True)
+  if params.get('cache'):
+    dataset = dataset.cache()
+  if training:
+    dataset = dataset.shuffle(params.get('shuffle_buffer', 10000), seed=seed)
+    dataset = dataset.repeat()
+  dataset = dataset.map(
+      lambda record: parse_and_preprocess(record, training, params),
+      num_parallel_calls=_AUTOTUNE, deterministic=True)
+  drop_remainder = params.get('mode') != 'infer'
+  dataset = dataset.batch(params['batch_size'], drop_remainder=drop_remainder)
+  return dataset.prefetch(_AUTOTUNE)
+
+
+def count_records(params, training=False):
+  """Number of records in the split's files (reads them all)."""
+  files = list_files(params, training)
+  return int(tf.data.TFRecordDataset(files).reduce(
+      tf.constant(0, tf.int64), lambda n, _: n + 1).numpy())

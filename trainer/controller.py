@@ -1,0 +1,107 @@
+"""The outer loop shared by every runner: what each --mode does.
+
+A runner implements: global_step() -> int, train(to_step),
+evaluate(steps) -> dict, predict() -> iterable of dicts, export(dir) -> path.
+The controller owns the loop, the eval cadence and what is written where.
+"""
+
+import json
+import os
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from trainer import progress
+
+PREDICTIONS_FILE = 'predictions.jsonl'
+
+
+def resolve_eval_steps(params):
+  """Evaluation steps: --eval_steps, or one pass over the TFRecord eval split.
+
+  Returns None (run until the input ends) for user input_fns without
+  --eval_steps; raises ValueError where the input never ends.
+  """
+  if params['eval_steps']:
+    return params['eval_steps']
+  if params['input'] == 'synthetic':
+    raise ValueError('--eval_steps must be set with synthetic input, which '
+                     'never ends.')
+  if params['input'] != 'tfrecord':
+    if params['use_tpu']:
+      raise ValueError('--eval_steps must be set on TPU for input '
+                       f'{params["input"]!r}.')
+    return None
+  from input_fn import tfrecord  # pylint: disable=g-import-not-at-top
+  examples = tfrecord.count_records(params, training=False)
+  steps = examples // params['eval_batch_size']
+  if steps == 0:
+    raise ValueError(f'--eval_batch_size={params["eval_batch_size"]} exceeds '
+                     f'the {examples} evaluation examples in '
+                     f'{params["data_dir"]}.')
+  logging.info('Evaluating %d steps of %d: %d of %d examples.', steps,
+               params['eval_batch_size'], steps * params['eval_batch_size'],
+               examples)
+  return steps
+
+
+def _to_python(value):
+  if isinstance(value, np.ndarray):
+    return value.tolist()
+  if isinstance(value, np.generic):
+    return value.item()
+  return value
+
+
+def write_predictions(predictions, path):
+  """Writes one JSON object per example; atomically (temp file + rename)."""
+  tmp = path + '.incomplete'
+  count = 0
+  with tf.io.gfile.GFile(tmp, 'w') as f:
+    for prediction in predictions:
+      f.write(json.dumps({k: _to_python(v) for k, v in prediction.items()}))
+      f.write('\n')
+      count += 1
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+  return count
+
+
+def evaluate(runner, params, eval_steps):
+  metrics = {k: _to_python(v) for k, v in runner.evaluate(eval_steps).items()}
+  step = metrics.pop('global_step', runner.global_step())
+  logging.info('%s', progress.format_line('eval', step, metrics))
+  return dict(metrics, global_step=step)
+
+
+def run(runner, params):
+  """Runs params['mode'] with `runner`; returns what it produced."""
+  mode = params['mode']
+  if mode == 'train':
+    runner.train(params['train_steps'])
+    return {'global_step': runner.global_step()}
+  if mode == 'evaluate':
+    return evaluate(runner, params, resolve_eval_steps(params))
+  if mode == 'train_and_evaluate':
+    eval_steps = resolve_eval_steps(params)
+    step = runner.global_step()
+    metrics = None
+    while step < params['train_steps']:
+      step = min(step + params['steps_per_eval'], params['train_steps'])
+      runner.train(step)
+      metrics = evaluate(runner, params, eval_steps)
+      step = metrics['global_step']
+    if metrics is None:  # Already trained: evaluate what is there.
+      metrics = evaluate(runner, params, eval_steps)
+    return metrics
+  if mode == 'predict':
+    path = os.path.join(params['model_dir'], PREDICTIONS_FILE)
+    count = write_predictions(runner.predict(), path)
+    logging.info('Wrote %d predictions to %s.', count, path)
+    return {'predictions_file': path, 'count': count}
+  if mode == 'export':
+    path = runner.export(params['export_dir'])
+    logging.info('Exported SavedModel to %s.', path)
+    return {'export_path': path}
+  raise ValueError(f'--mode={mode!r} is not one of train, evaluate, '
+                   'train_and_evaluate, predict, export.')

@@ -1,0 +1,83 @@
+"""Runs a model_fn / input_fn pair under the real TPUEstimator.
+
+On TPU (--tpu): TPUClusterResolver, TPUConfig with iterations_per_loop,
+num_shards and PER_HOST_V2 input. Otherwise the same TPUEstimator with
+use_tpu=False on the CPU.
+"""
+
+import functools
+
+import tensorflow as tf
+
+from trainer import export
+from trainer import progress
+from trainer import tpu_cluster
+
+_tpu = tf.compat.v1.estimator.tpu
+
+
+def _input_fn_for_mode(input_fn, mode, params):
+  """Calls input_fn with params['mode'] set to train, eval or infer."""
+  return input_fn(dict(params, mode=mode))
+
+
+def latest_global_step(model_dir):
+  """global_step of the latest checkpoint in model_dir, 0 if there is none."""
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    return 0
+  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
+
+
+class EstimatorRunner:
+  """train / evaluate / predict / export through one TPUEstimator."""
+
+  def __init__(self, params, model_fn, input_fn):
+    self._params = params
+    self._input_fn = input_fn
+    resolver = tpu_cluster.resolve_tpu(params)
+    config = _tpu.RunConfig(
+        cluster=resolver,
+        model_dir=params['model_dir'],
+        tf_random_seed=params['seed'],
+        save_checkpoints_steps=params['save_checkpoints_steps'],
+        keep_checkpoint_max=params['keep_checkpoint_max'],
+        log_step_count_steps=None,  # ProgressHook logs instead.
+        tpu_config=_tpu.TPUConfig(
+            iterations_per_loop=params['iterations_per_loop'],
+            num_shards=params['num_cores'],
+            per_host_input_for_training=_tpu.InputPipelineConfig.PER_HOST_V2))
+    self.estimator = _tpu.TPUEstimator(
+        model_fn=model_fn,
+        config=config,
+        use_tpu=params['use_tpu'],
+        train_batch_size=params['train_batch_size'],
+        eval_batch_size=params['eval_batch_size'],
+        predict_batch_size=params['eval_batch_size'],
+        params=params,
+        export_to_tpu=False)
+
+  def _input(self, mode):
+    return functools.partial(_input_fn_for_mode, self._input_fn, mode)
+
+  def global_step(self):
+    return latest_global_step(self._params['model_dir'])
+
+  def train(self, to_step):
+    hook = progress.ProgressHook(self._params['iterations_per_loop'],
+                                 self._params['train_batch_size'],
+                                 self._params['train_steps'])
+    self.estimator.train(self._input('train'), max_steps=to_step,
+                         hooks=[hook])
+
+  def evaluate(self, steps):
+    return self.estimator.evaluate(self._input('eval'), steps=steps)
+
+  def predict(self):
+    return self.estimator.predict(self._input('infer'),
+                                  yield_single_examples=True)
+
+  def export(self, export_dir):
+    path = self.estimator.export_saved_model(
+        export_dir, export.serving_input_receiver_fn_for(self._params))
+    return path.decode() if isinstance(path, bytes) else path

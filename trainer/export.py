@@ -1,0 +1,26 @@
+"""The serving signature of exported SavedModels: encoded images in."""
+
+import tensorflow as tf
+
+from input_fn import preprocessing
+
+SERVING_INPUT_KEY = 'image_bytes'
+
+
+def serving_input_receiver_fn_for(params):
+  """A serving_input_receiver_fn taking a batch of JPEG/PNG bytes.
+
+  Images are decoded and preprocessed exactly as in evaluation, so a served
+  prediction equals the model's prediction on the same image file.
+  """
+
+  def serving_input_receiver_fn():
+    encoded = tf.compat.v1.placeholder(tf.string, [None],
+                                       name=SERVING_INPUT_KEY)
+    images = tf.map_fn(lambda e: preprocessing.serving_preprocess(e, params),
+                       encoded, fn_output_signature=tf.float32)
+    return tf.estimator.export.ServingInputReceiver(
+        features={'image': images},
+        receiver_tensors={SERVING_INPUT_KEY: encoded})
+
+  return serving_input_receiver_fn

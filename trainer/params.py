@@ -1,0 +1,69 @@
+"""Turns parsed flags into the one validated `params` dict passed down.
+
+model_fn/ and input_fn/ see only this dict (plus what the runner adds:
+batch_size, context, use_tpu, mode).
+"""
+
+import os
+import tempfile
+
+from absl import logging
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
+
+# Flags copied into params unchanged.
+_PLAIN_KEYS = (
+    'tpu', 'tpu_zone', 'gcp_project', 'num_cores', 'iterations_per_loop',
+    'mode', 'model', 'input', 'export_dir', 'seed', 'train_steps',
+    'eval_steps', 'steps_per_eval', 'train_batch_size', 'eval_batch_size',
+    'num_classes', 'image_size', 'image_channels', 'augmentation', 'cache',
+    'shuffle_buffer', 'resnet_stem', 'precision', 'optimizer',
+    'learning_rate', 'lr_schedule', 'warmup_steps', 'lr_decay_factor',
+    'momentum', 'weight_decay', 'label_smoothing', 'save_checkpoints_steps',
+    'keep_checkpoint_max', 'init_checkpoint',
+)
+
+
+def params_from_flags(flag_values):
+  """The params dict for the parsed `flag_values`, validated."""
+  f = flag_values
+  params = {key: f[key].value for key in _PLAIN_KEYS}
+  params['use_tpu'] = bool(f.tpu) if f.use_tpu is None else bool(f.use_tpu)
+  params['model_dir'] = f.model_dir or tempfile.mkdtemp(prefix='trainer-')
+  if not f.model_dir:
+    logging.info('No --model_dir: using new directory %s', params['model_dir'])
+  params['data_dir'] = f.data_dir or DEFAULT_DATA_DIR
+  if f.use_synthetic_data:
+    params['input'] = 'synthetic'
+  params['mlp_hidden_units'] = [int(u) for u in f.mlp_hidden_units]
+  params['resnet_depth'] = int(f.resnet_depth)
+  params['lr_decay_steps'] = [int(s) for s in f.lr_decay_steps]
+  params['export_dir'] = f.export_dir or os.path.join(params['model_dir'],
+                                                      'export')
+  validate_params(params)
+  return params
+
+
+def validate_params(params):
+  """Raises ValueError naming the flag when `params` cannot work together."""
+  for key in ('train_batch_size', 'eval_batch_size'):
+    if params[key] % params['num_cores']:
+      raise ValueError(f'--{key}={params[key]} is a global batch and must be '
+                       f'divisible by --num_cores={params["num_cores"]}.')
+  for key in ('train_steps', 'steps_per_eval', 'iterations_per_loop',
+              'train_batch_size', 'eval_batch_size', 'save_checkpoints_steps'):
+    if params[key] <= 0:
+      raise ValueError(f'--{key} must be a positive integer, got '
+                       f'{params[key]}.')
+  if params['use_tpu'] and not params['tpu']:
+    raise ValueError('--use_tpu needs --tpu (a TPU name or grpc:// address).')
+  if params['warmup_steps'] and params['warmup_steps'] >= params['train_steps']:
+    raise ValueError(f'--warmup_steps={params["warmup_steps"]} must be below '
+                     f'--train_steps={params["train_steps"]}.')
+  if params['lr_schedule'] == 'piecewise' and not params['lr_decay_steps']:
+    raise ValueError('--lr_schedule=piecewise needs --lr_decay_steps.')
+  if params['model'] == 'mlp' and not params['mlp_hidden_units']:
+    raise ValueError('--mlp_hidden_units must name at least one layer.')
+  return params
+
