@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Sets up every lane and runs its tests; the README's test command.
+#   scripts/test.sh                 # all lanes: legacy, modern, bazel
+#   scripts/test.sh legacy          # one lane; extra args go to pytest:
+#   scripts/test.sh legacy -k flags
+# Prints one closing line 'N passed, N failed' over all lanes; exits non-zero
+# if any lane failed or ran no test.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export TF_CPP_MIN_LOG_LEVEL=2
+
+lanes=()
+if [[ $# -gt 0 && "$1" != -* ]]; then lanes=("$1"); shift; fi
+if [[ ${#lanes[@]} -eq 0 ]]; then
+  for lane in legacy modern; do
+    [[ -f "requirements/$lane.txt" ]] && lanes+=("$lane")
+  done
+  [[ -f scripts/bazel_test.sh ]] && lanes+=(bazel)
+fi
+
+passed=0; failed=0; status=0
+count() {  # count LANE_OUTPUT_FILE: add the lane's closing counts.
+  local line p f e
+  line="$(grep -E '^(=+ )?[0-9]+ (passed|failed)|^[a-z]*:? ?[0-9]+ passed, [0-9]+ failed' "$1" | tail -n1)"
+  p="$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
+  f="$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
+  e="$(grep -oE '[0-9]+ error' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${e:-0}))
+  if [[ "${p:-0}" -eq 0 ]]; then echo "test.sh: lane ran no test" >&2; status=1; fi
+}
+
+for lane in "${lanes[@]}"; do
+  start=$SECONDS
+  echo "=== lane: $lane"
+  out="$(mktemp)"
+  if [[ "$lane" == bazel ]]; then
+    bash scripts/bazel_test.sh "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
+  else
+    if ! bash scripts/setup_env.sh "$lane"; then
+      echo "test.sh: setting up lane $lane failed" >&2; status=1; continue
+    fi
+    ".venv/$lane/bin/python" -m pytest -q "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
+  fi
+  count "$out"; rm -f "$out"
+  [[ $rc -eq 0 ]] || status=1
+  echo "=== lane $lane: exit $rc in $((SECONDS - start)) s"
+done
+echo "${passed} passed, ${failed} failed"
+exit $status
