@@ -1,0 +1,50 @@
+"""Shared helpers for tests: repo paths, lane checks, tiny params."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIGITS_RAW = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
+DIGITS_JPEG = os.path.join(REPO_ROOT, 'data', 'digits', 'jpeg')
+
+HAS_ESTIMATOR = hasattr(tf.compat.v1, 'estimator') and hasattr(
+    tf.compat.v1.estimator, 'tpu')
+requires_estimator = pytest.mark.skipif(
+    not HAS_ESTIMATOR,
+    reason=f'tf.estimator does not exist in TensorFlow {tf.__version__} '
+    '(removed in 2.16); this test exercises the TPUEstimator path.')
+
+
+def base_params(**overrides):
+  """A complete params dict like trainer.params builds, for tiny runs."""
+  params = {
+      'tpu': '', 'tpu_zone': None, 'gcp_project': None, 'use_tpu': False,
+      'num_cores': 8, 'iterations_per_loop': 10, 'mode': 'train',
+      'model': 'mlp', 'input': 'tfrecord', 'model_dir': None,
+      'data_dir': DIGITS_RAW, 'export_dir': None, 'seed': 0,
+      'train_steps': 20, 'eval_steps': 0, 'steps_per_eval': 20,
+      'train_batch_size': 32, 'eval_batch_size': 40, 'num_classes': 10,
+      'image_size': 28, 'image_channels': 1, 'augmentation': 'none',
+      'cache': False, 'shuffle_buffer': 100, 'mlp_hidden_units': [16],
+      'resnet_depth': 18, 'resnet_stem': 'small', 'precision': 'float32',
+      'optimizer': 'adam', 'learning_rate': 0.01, 'lr_schedule': 'constant',
+      'warmup_steps': 0, 'lr_decay_steps': [], 'lr_decay_factor': 0.1,
+      'momentum': 0.9, 'weight_decay': 0.0, 'label_smoothing': 0.0,
+      'save_checkpoints_steps': 10, 'keep_checkpoint_max': 5,
+      'init_checkpoint': None,
+  }
+  params.update(overrides)
+  return params
+
+
+def run_main(args, timeout=600, env=None, cwd=REPO_ROOT):
+  """Runs `python -m trainer.main ARGS` in a subprocess; CompletedProcess."""
+  full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  full_env.update(env or {})
+  return subprocess.run([sys.executable, '-m', 'trainer.main'] + list(args),
+                        cwd=cwd, env=full_env, capture_output=True, text=True,
+                        timeout=timeout)
