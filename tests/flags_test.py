@@ -1,0 +1,128 @@
+"""Flag definitions, parse-time validation and the params built from flags."""
+
+import os
+import tempfile
+
+from absl import flags
+from absl.testing import absltest
+
+import flags as trainer_flags
+from trainer import params as params_lib
+
+
+def parse(*args):
+  """Fresh FlagValues with the trainer flags, parsed from `args`."""
+  fv = flags.FlagValues()
+  trainer_flags.define_flags(fv)
+  fv(['prog'] + list(args))
+  return fv
+
+
+class FlagValidationTest(absltest.TestCase):
+
+  def assert_rejected(self, args, *fragments):
+    with self.assertRaises(flags.IllegalFlagValueError) as ctx:
+      parse(*args)
+    for fragment in fragments:
+      self.assertIn(fragment, str(ctx.exception))
+
+  def test_defaults_parse(self):
+    fv = parse()
+    self.assertEqual(fv.model, 'mlp')
+    self.assertEqual(fv.mode, 'train_and_evaluate')
+
+  def test_global_batch_not_divisible_by_cores(self):
+    self.assert_rejected(['--train_batch_size=100', '--num_cores=8'],
+                         '--train_batch_size', '--num_cores')
+
+  def test_eval_batch_not_divisible_by_cores(self):
+    self.assert_rejected(['--eval_batch_size=12', '--num_cores=8'],
+                         '--eval_batch_size')
+
+  def test_non_positive_steps(self):
+    self.assert_rejected(['--train_steps=0'], 'train_steps')
+    self.assert_rejected(['--iterations_per_loop=-1'], 'iterations_per_loop')
+
+  def test_unknown_model(self):
+    self.assert_rejected(['--model=transformer'], '--model', 'transformer',
+                         'mlp')
+
+  def test_model_module_that_does_not_exist(self):
+    self.assert_rejected(['--model=no_such_pkg.models:fn'], '--model',
+                         'no_such_pkg.models')
+
+  def test_model_function_that_does_not_exist(self):
+    self.assert_rejected(['--model=model_fn.models:nope'], 'nope')
+
+  def test_unknown_input(self):
+    self.assert_rejected(['--input=csv'], '--input', 'csv')
+
+  def test_unknown_mode(self):
+    self.assert_rejected(['--mode=fit'], 'mode')
+
+  def test_use_tpu_without_tpu(self):
+    self.assert_rejected(['--use_tpu'], '--use_tpu', '--tpu')
+
+  def test_bad_hidden_units(self):
+    self.assert_rejected(['--mlp_hidden_units=128,x'], '--mlp_hidden_units')
+
+  def test_flagfile(self):
+    with tempfile.NamedTemporaryFile('w', suffix='.cfg', delete=False) as f:
+      f.write('--model=resnet\n--resnet_depth=18\n--train_steps=7\n')
+    try:
+      fv = parse(f'--flagfile={f.name}', '--train_steps=9')
+    finally:
+      os.unlink(f.name)
+    self.assertEqual(fv.model, 'resnet')
+    self.assertEqual(fv.resnet_depth, '18')
+    self.assertEqual(fv.train_steps, 9)  # Explicit flags win over the file.
+
+
+class ParamsFromFlagsTest(absltest.TestCase):
+
+  def test_cpu_by_default(self):
+    params = params_lib.params_from_flags(parse('--model_dir=/tmp/x'))
+    self.assertFalse(params['use_tpu'])
+    self.assertEqual(params['data_dir'], params_lib.DEFAULT_DATA_DIR)
+    self.assertEqual(params['mlp_hidden_units'], [128])
+    self.assertEqual(params['export_dir'], '/tmp/x/export')
+
+  def test_tpu_flag_turns_tpu_on(self):
+    params = params_lib.params_from_flags(
+        parse('--tpu=grpc://10.0.0.2:8470', '--model_dir=/tmp/x'))
+    self.assertTrue(params['use_tpu'])
+
+  def test_use_tpu_false_overrides(self):
+    params = params_lib.params_from_flags(
+        parse('--tpu=my-tpu', '--use_tpu=false', '--model_dir=/tmp/x'))
+    self.assertFalse(params['use_tpu'])
+
+  def test_synthetic_data_selects_synthetic_input(self):
+    params = params_lib.params_from_flags(
+        parse('--use_synthetic_data', '--model_dir=/tmp/x'))
+    self.assertEqual(params['input'], 'synthetic')
+
+  def test_no_reserved_estimator_keys(self):
+    params = params_lib.params_from_flags(parse('--model_dir=/tmp/x'))
+    self.assertNotIn('batch_size', params)
+    self.assertNotIn('context', params)
+
+  def test_missing_model_dir_gets_fresh_directory(self):
+    params = params_lib.params_from_flags(parse())
+    self.assertTrue(os.path.isdir(params['model_dir']))
+    self.assertEqual(os.listdir(params['model_dir']), [])
+
+  def test_validate_rejects_warmup_longer_than_training(self):
+    params = params_lib.params_from_flags(parse('--model_dir=/tmp/x'))
+    params.update(warmup_steps=10, train_steps=10)
+    with self.assertRaisesRegex(ValueError, '--warmup_steps'):
+      params_lib.validate_params(params)
+
+  def test_piecewise_needs_boundaries(self):
+    with self.assertRaisesRegex(ValueError, '--lr_decay_steps'):
+      params_lib.params_from_flags(
+          parse('--lr_schedule=piecewise', '--model_dir=/tmp/x'))
+
+
+if __name__ == '__main__':
+  absltest.main()
