@@ -1,0 +1,161 @@
+"""input_fn on the embedded TFRecords and on tiny files written here."""
+
+import io
+
+import numpy as np
+from PIL import Image
+import pytest
+import tensorflow as tf
+
+from input_fn import features as feature_lib
+from input_fn import preprocessing
+from input_fn import synthetic
+from input_fn import tfrecord
+from tests import testutil
+
+
+def _params(**overrides):
+  return testutil.base_params(**dict({'batch_size': 40}, **overrides))
+
+
+def _all_labels(dataset):
+  return np.concatenate([labels.numpy() for _, labels in dataset])
+
+
+def test_train_batches_are_static_and_normalised():
+  dataset = tfrecord.input_fn(_params(mode='train', augmentation='pad_crop'))
+  assert dataset.element_spec[0]['image'].shape.as_list() == [40, 28, 28, 1]
+  assert dataset.element_spec[1].shape.as_list() == [40]
+  features, labels = next(iter(dataset))
+  images = features['image'].numpy()
+  assert images.dtype == np.float32
+  assert images.min() >= -1.0 and images.max() <= 1.0
+  assert set(labels.numpy()) <= set(range(10))
+
+
+def test_training_repeats_past_one_epoch():
+  dataset = tfrecord.input_fn(_params(mode='train', batch_size=500))
+  assert len(list(dataset.take(4))) == 4  # 2,000 > 1,437 train records.
+
+
+def test_eval_is_one_pass_dropping_the_partial_batch():
+  dataset = tfrecord.input_fn(_params(mode='eval', batch_size=100))
+  assert len(_all_labels(dataset)) == 300  # 360 examples, batches of 100.
+
+
+def test_predict_keeps_every_example():
+  dataset = tfrecord.input_fn(_params(mode='infer', batch_size=100))
+  assert len(_all_labels(dataset)) == 360
+
+
+def test_count_records():
+  assert tfrecord.count_records(_params(), training=False) == 360
+  assert tfrecord.count_records(_params(), training=True) == 1437
+
+
+def test_input_pipelines_read_disjoint_shards():
+  everything = sorted(_all_labels(tfrecord.input_fn(
+      _params(mode='infer', batch_size=1))))
+  shards = []
+  for index in range(2):
+    context = tf.distribute.InputContext(num_input_pipelines=2,
+                                         input_pipeline_id=index,
+                                         num_replicas_in_sync=2)
+    shards.append(_all_labels(tfrecord.input_fn(
+        _params(mode='infer', batch_size=1, context=context))))
+  assert 0 < len(shards[0]) < 360 and 0 < len(shards[1]) < 360
+  assert sorted(np.concatenate(shards)) == everything
+
+
+class _FakeTPUContext:
+  """What TPUEstimator's context answers under PER_HOST_V2."""
+
+  def __init__(self, host, num_hosts):
+    self._host, self._num_hosts = host, num_hosts
+
+  def current_input_fn_deployment(self):
+    return ('PER_HOST_V2', '/job:worker/task:0/device:CPU:0', self._host,
+            self._num_hosts)
+
+
+def test_tpu_context_shards_by_host():
+  sizes = [len(_all_labels(tfrecord.input_fn(_params(
+      mode='infer', batch_size=1, context=_FakeTPUContext(h, 2)))))
+           for h in range(2)]
+  assert sum(sizes) == 360 and min(sizes) > 0
+
+
+def test_bfloat16_images_from_the_pipeline():
+  dataset = tfrecord.input_fn(_params(mode='eval', precision='bfloat16'))
+  assert dataset.element_spec[0]['image'].dtype == tf.bfloat16
+
+
+def test_jpeg_files_decode_to_the_same_digits():
+  raw = tfrecord.input_fn(_params(mode='infer', batch_size=360))
+  jpeg = tfrecord.input_fn(_params(mode='infer', batch_size=360,
+                                   data_dir=testutil.DIGITS_JPEG))
+  (raw_images, raw_labels), = list(raw)
+  (jpeg_images, jpeg_labels), = list(jpeg)
+  # Same examples, shuffled differently: compare per-class mean images.
+  for digit in range(10):
+    a = raw_images['image'].numpy()[raw_labels.numpy() == digit].mean(0)
+    b = jpeg_images['image'].numpy()[jpeg_labels.numpy() == digit].mean(0)
+    # JPEG (quality 95) moves single pixels by a few grey levels at most.
+    assert np.abs(a - b).mean() < 0.01
+    assert np.abs(a - b).max() < 0.15
+
+
+def test_no_matching_files_names_the_pattern(tmp_path):
+  with pytest.raises(ValueError, match=str(tmp_path) + '/train-'):
+    tfrecord.input_fn(_params(mode='train', data_dir=str(tmp_path)))
+
+
+def _write(path, examples):
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for example in examples:
+      writer.write(example)
+
+
+def test_raw_image_with_wrong_channels_names_the_feature(tmp_path):
+  pixels = np.zeros([28, 28, 3], np.uint8).tobytes()
+  _write(tmp_path / 'validation-00000-of-00001',
+         [feature_lib.make_example(pixels, b'raw', 1, 28, 28, 3)])
+  dataset = tfrecord.input_fn(_params(mode='eval', batch_size=1,
+                                      data_dir=str(tmp_path)))
+  with pytest.raises(tf.errors.InvalidArgumentError, match='image/channels'):
+    list(dataset)
+
+
+def test_png_and_raw_records_decode_identically(tmp_path):
+  image = np.random.RandomState(0).randint(0, 255, [28, 28, 1], np.uint8)
+  buffer = io.BytesIO()
+  Image.fromarray(image[:, :, 0]).save(buffer, format='PNG')
+  _write(tmp_path / 'validation-00000-of-00001', [
+      feature_lib.make_example(image.tobytes(), b'raw', 3, 28, 28, 1),
+      feature_lib.make_example(buffer.getvalue(), b'png', 3, 28, 28, 1)])
+  (features, labels), = list(tfrecord.input_fn(_params(
+      mode='eval', batch_size=2, data_dir=str(tmp_path))))
+  images = features['image'].numpy()
+  np.testing.assert_array_equal(images[0], images[1])
+  np.testing.assert_allclose(images[0], image / 127.5 - 1.0, atol=1e-6)
+  assert list(labels.numpy()) == [3, 3]
+
+
+def test_serving_preprocess_matches_eval_preprocess():
+  image = np.random.RandomState(1).randint(0, 255, [40, 30, 1], np.uint8)
+  buffer = io.BytesIO()
+  Image.fromarray(image[:, :, 0]).save(buffer, format='PNG')
+  params = _params()
+  served = preprocessing.serving_preprocess(tf.constant(buffer.getvalue()),
+                                            params)
+  evaluated = preprocessing.preprocess(tf.constant(image), False, params)
+  assert served.shape.as_list() == [28, 28, 1]
+  np.testing.assert_allclose(served.numpy(), evaluated.numpy(), atol=1e-6)
+
+
+def test_synthetic_input_shapes():
+  dataset = synthetic.input_fn(_params(batch_size=4, image_size=8,
+                                       image_channels=3))
+  features, labels = next(iter(dataset))
+  assert features['image'].shape.as_list() == [4, 8, 8, 3]
+  assert labels.numpy().max() < 10
