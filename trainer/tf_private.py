@@ -1,0 +1,47 @@
+"""The only module that relies on private or version-dependent TF internals.
+
+Two things the tf2 runner needs have no public API:
+  * the Estimator's loss scaling: a tf.compat.v1 optimizer divides the loss
+    by the replica count only while the strategy's private flag
+    `_scale_loss_for_estimator` is set (Estimator sets it; so do we);
+  * the variable store of `track_tf1_style_variables`, public in Keras 2
+    (`tf.compat.v1.keras.utils`) and only in tf-keras' source tree once
+    Keras 3 is the default (TF >= 2.16).
+tests/test_tf_private.py covers both on every lane.
+"""
+
+import contextlib
+
+import tensorflow as tf
+
+
+def track_tf1_style_variables():
+  """The decorator that gives a tf.Module a get_variable store (TF1 names)."""
+  try:
+    return tf.compat.v1.keras.utils.track_tf1_style_variables
+  except AttributeError:
+    pass  # Keras 3: the shim lives in tf-keras only.
+  try:
+    from tf_keras.src.legacy_tf_layers import variable_scope_shim  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    raise ImportError(
+        'The tf2 runner needs tf-keras on TensorFlow without Keras 2 (pip '
+        f'install tf-keras=={tf.__version__.rsplit(".", 1)[0]}.*): {e}') from e
+  return variable_scope_shim.track_tf1_style_variables
+
+
+@contextlib.contextmanager
+def estimator_loss_scaling(strategy):
+  """While active (at trace time), v1 optimizers scale the loss by 1/replicas.
+
+  That is what Estimator does with a distribution strategy and what
+  CrossShardOptimizer does on TPU: with gradients summed across replicas the
+  update equals the one of the global batch.
+  """
+  if not hasattr(strategy, '_scale_loss_for_estimator_enabled'):
+    raise RuntimeError(
+        f'TensorFlow {tf.__version__}: {type(strategy).__name__} has no '
+        '_scale_loss_for_estimator_enabled; the tf2 runner cannot combine '
+        'v1-optimizer losses across replicas as Estimator does.')
+  with strategy._scale_loss_for_estimator_enabled():  # pylint: disable=protected-access
+    yield
