@@ -1,0 +1,73 @@
+"""The entry point as users run it: python -m trainer.main FLAGS."""
+
+import json
+import os
+import re
+import socket
+import time
+
+from tests import testutil
+
+pytestmark = testutil.requires_estimator
+
+
+def _metrics(stdout):
+  return {k: v for k, v in re.findall(r'^(\w+): (\S+)$', stdout, re.M)}
+
+
+def test_default_main_job_reaches_097():
+  result = testutil.run_main([])
+  assert result.returncode == 0, result.stderr[-3000:]
+  metrics = _metrics(result.stdout)
+  assert float(metrics['top_1_accuracy']) >= 0.97, result.stdout
+  assert int(metrics['global_step']) == 3000
+  assert re.search(r'train \| step: \d+ \| steps/sec: [\d.]+ \| '
+                   r'examples/sec: [\d.]+ \| loss: [\d.]+ \| eta: ',
+                   result.stderr)
+  assert 'eval | step: 3000 | ' in result.stderr
+
+
+def test_train_predict_export_modes(tmp_path):
+  model_dir = str(tmp_path / 'model')
+  common = [f'--model_dir={model_dir}', '--mlp_hidden_units=32']
+  train = testutil.run_main(common + ['--mode=train', '--train_steps=40'])
+  assert train.returncode == 0, train.stderr[-3000:]
+  assert _metrics(train.stdout)['global_step'] == '40'
+
+  predict = testutil.run_main(common + ['--mode=predict'])
+  assert predict.returncode == 0, predict.stderr[-3000:]
+  with open(os.path.join(model_dir, 'predictions.jsonl')) as f:
+    rows = [json.loads(line) for line in f]
+  assert len(rows) == 360
+  assert set(rows[0]) == {'classes', 'probabilities'}
+  assert abs(sum(rows[0]['probabilities']) - 1.0) < 1e-4
+
+  export = testutil.run_main(common + ['--mode=export'])
+  assert export.returncode == 0, export.stderr[-3000:]
+  export_path = _metrics(export.stdout)['export_path']
+  assert os.path.isfile(os.path.join(export_path, 'saved_model.pb'))
+
+
+def test_bad_flag_fails_before_training(tmp_path):
+  result = testutil.run_main(['--train_batch_size=100',
+                              f'--model_dir={tmp_path}'])
+  assert result.returncode != 0
+  assert '--train_batch_size' in result.stderr
+  assert not os.listdir(tmp_path)
+
+
+def _closed_port():
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def test_unreachable_tpu_fails_fast_naming_the_flag(tmp_path):
+  tpu = f'grpc://127.0.0.1:{_closed_port()}'
+  start = time.monotonic()
+  result = testutil.run_main([f'--tpu={tpu}', f'--model_dir={tmp_path}'],
+                             timeout=120)
+  assert time.monotonic() - start < 60
+  assert result.returncode != 0
+  assert f'--tpu={tpu}' in result.stderr
+  assert 'not reachable' in result.stderr
