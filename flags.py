@@ -14,6 +14,7 @@ OPTIMIZERS = ('sgd', 'momentum', 'adam')
 LR_SCHEDULES = ('constant', 'cosine', 'linear', 'piecewise')
 AUGMENTATIONS = ('none', 'pad_crop', 'inception_crop')
 RESNET_STEMS = ('auto', 'imagenet', 'small')
+SLICE_MODES = ('batch', 'dense', 'logits')
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -115,6 +116,16 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_enum('precision', 'float32', PRECISIONS,
                     'Compute precision; variables stay float32.',
                     flag_values=f)
+  flags.DEFINE_integer(
+      'num_slices', 1,
+      'Compute the op chosen by --slice in this many slices to cut memory. '
+      '1: no slicing.', lower_bound=1, flag_values=f)
+  flags.DEFINE_enum(
+      'slice', 'batch', SLICE_MODES,
+      'What --num_slices slices: batch (per-core batch in micro-batches with '
+      'gradient accumulation, one update per step), dense (wide MLP hidden '
+      'layers along their features), logits (logits + softmax cross-entropy '
+      'per slice of classes).', flag_values=f)
 
   # Optimization.
   flags.DEFINE_enum('optimizer', 'adam', OPTIMIZERS, 'Optimizer.',
@@ -171,6 +182,14 @@ def _define_validators(f):
       flag_values=f)
   def _use_tpu_needs_tpu(v):
     return not v['use_tpu'] or bool(v['tpu'])
+
+  @flags.multi_flags_validator(
+      ['num_slices', 'slice', 'train_batch_size', 'num_cores'],
+      message='--slice=batch needs a per-core batch (--train_batch_size / '
+      '--num_cores) of at least --num_slices examples.', flag_values=f)
+  def _batch_slices(v):
+    return (v['num_slices'] == 1 or v['slice'] != 'batch' or
+            v['train_batch_size'] // v['num_cores'] >= v['num_slices'])
 
   @flags.validator('mlp_hidden_units', flag_values=f,
                    message='--mlp_hidden_units must be positive integers, '

@@ -9,6 +9,9 @@ Batch norm keeps its statistics and moving averages in float32 and puts the
 moving-average updates in the UPDATE_OPS collection, as tf.layers did.
 """
 
+import contextlib
+import contextvars
+
 import tensorflow as tf
 
 BATCH_NORM_SCOPE = 'batch_norm'
@@ -21,23 +24,70 @@ def _variance_scaling(scale, mode):
       scale=scale, mode=mode, distribution='truncated_normal')
 
 
+def dense_weights(in_units, units, name, dtype, use_bias=True,
+                  kernel_initializer=None):
+  """(kernel [in_units, units], bias [units] or None) of dense layer `name`."""
+  if kernel_initializer is None:
+    kernel_initializer = _v1.glorot_uniform_initializer()
+  with _v1.variable_scope(name):
+    kernel = _v1.get_variable('kernel', [in_units, units], dtype=dtype,
+                              initializer=kernel_initializer)
+    bias = None
+    if use_bias:
+      bias = _v1.get_variable('bias', [units], dtype=dtype,
+                              initializer=_v1.zeros_initializer())
+  return kernel, bias
+
+
 def dense(inputs, units, name, use_bias=True, kernel_initializer=None):
   """Returns `inputs @ kernel + bias` for 2-D `inputs`; variables under `name`."""
   if inputs.shape.rank != 2:
     raise ValueError(f'dense layer {name!r} expects a 2-D input, got shape '
                      f'{inputs.shape}.')
-  in_units = inputs.shape[-1]
-  if kernel_initializer is None:
-    kernel_initializer = _v1.glorot_uniform_initializer()
-  with _v1.variable_scope(name):
-    kernel = _v1.get_variable('kernel', [in_units, units], dtype=inputs.dtype,
-                              initializer=kernel_initializer)
-    outputs = tf.matmul(inputs, kernel)
-    if use_bias:
-      bias = _v1.get_variable('bias', [units], dtype=inputs.dtype,
-                              initializer=_v1.zeros_initializer())
-      outputs = tf.nn.bias_add(outputs, bias)
+  kernel, bias = dense_weights(inputs.shape[-1], units, name, inputs.dtype,
+                               use_bias, kernel_initializer)
+  outputs = tf.matmul(inputs, kernel)
+  if bias is not None:
+    outputs = tf.nn.bias_add(outputs, bias)
   return outputs
+
+
+# The logits layers built while `recording_logits_inputs()` is active.
+_logits_records = contextvars.ContextVar('logits_records', default=None)
+
+
+@contextlib.contextmanager
+def recording_logits_inputs():
+  """Yields a list that receives (features, kernel, bias) of each `logits` call.
+
+  Lets the classifier compute the loss from the head's inputs (sliced
+  cross-entropy) without changing what networks return. Scoped to this
+  context (and thread); nesting is an error.
+  """
+  if _logits_records.get() is not None:
+    raise RuntimeError('recording_logits_inputs() is already active.')
+  records = []
+  token = _logits_records.set(records)
+  try:
+    yield records
+  finally:
+    _logits_records.reset(token)
+
+
+def logits(inputs, num_classes, name='logits', kernel_initializer=None):
+  """A network's final dense layer: `dense(inputs, num_classes, name)`.
+
+  Also hands (inputs, kernel, bias) to an active `recording_logits_inputs()`.
+  """
+  if inputs.shape.rank != 2:
+    raise ValueError(f'logits layer {name!r} expects a 2-D input, got shape '
+                     f'{inputs.shape}.')
+  kernel, bias = dense_weights(inputs.shape[-1], num_classes, name,
+                               inputs.dtype, True, kernel_initializer)
+  records = _logits_records.get()
+  if records is not None:
+    records.append((inputs, kernel, bias))
+  return tf.nn.bias_add(tf.matmul(inputs, kernel), bias)
 
 
 def conv2d(inputs, filters, kernel_size, strides, name):

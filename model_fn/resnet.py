@@ -87,6 +87,7 @@ def resnet(images, is_training, params):
         with tf.compat.v1.variable_scope(f'stage{stage}/unit{unit}'):
           x = block_fn(x, filters, strides, is_training)
     x = layers.global_avg_pool(x)
-    return layers.dense(x, params['num_classes'], name='logits',
-                        kernel_initializer=tf.compat.v1.random_normal_initializer(
-                            stddev=0.01))
+    return layers.logits(x, params['num_classes'], name='logits',
+                         kernel_initializer=(
+                             tf.compat.v1.random_normal_initializer(
+                                 stddev=0.01)))

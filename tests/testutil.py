@@ -35,7 +35,7 @@ def base_params(**overrides):
       'warmup_steps': 0, 'lr_decay_steps': [], 'lr_decay_factor': 0.1,
       'momentum': 0.9, 'weight_decay': 0.0, 'label_smoothing': 0.0,
       'save_checkpoints_steps': 10, 'keep_checkpoint_max': 5,
-      'init_checkpoint': None,
+      'init_checkpoint': None, 'num_slices': 1, 'slice': 'batch',
   }
   params.update(overrides)
   return params

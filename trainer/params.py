@@ -21,7 +21,7 @@ _PLAIN_KEYS = (
     'shuffle_buffer', 'resnet_stem', 'precision', 'optimizer',
     'learning_rate', 'lr_schedule', 'warmup_steps', 'lr_decay_factor',
     'momentum', 'weight_decay', 'label_smoothing', 'save_checkpoints_steps',
-    'keep_checkpoint_max', 'init_checkpoint',
+    'keep_checkpoint_max', 'init_checkpoint', 'num_slices', 'slice',
 )
 
 
@@ -65,5 +65,28 @@ def validate_params(params):
     raise ValueError('--lr_schedule=piecewise needs --lr_decay_steps.')
   if params['model'] == 'mlp' and not params['mlp_hidden_units']:
     raise ValueError('--mlp_hidden_units must name at least one layer.')
+  _validate_slicing(params)
   return params
 
+
+def _validate_slicing(params):
+  """--num_slices / --slice against the model and batch they slice."""
+  k, what = params['num_slices'], params['slice']
+  if k == 1:
+    return
+  if what == 'batch':
+    per_core = params['train_batch_size'] // params['num_cores']
+    if per_core < k:
+      raise ValueError(f'--slice=batch: the per-core batch {per_core} '
+                       f'(--train_batch_size / --num_cores) is smaller than '
+                       f'--num_slices={k}.')
+  elif what == 'dense':
+    if params['model'] == 'resnet':
+      raise ValueError('--slice=dense slices wide MLP hidden layers; '
+                       '--model=resnet has none (use batch or logits).')
+    if params['model'] == 'mlp' and min(params['mlp_hidden_units']) < k:
+      raise ValueError(f'--slice=dense: every --mlp_hidden_units width must '
+                       f'be at least --num_slices={k}.')
+  elif what == 'logits' and params['num_classes'] < k:
+    raise ValueError(f'--slice=logits: --num_classes={params["num_classes"]} '
+                     f'is smaller than --num_slices={k}.')
