@@ -78,6 +78,19 @@ class FlagValidationTest(absltest.TestCase):
     self.assertEqual(fv.train_steps, 9)  # Explicit flags win over the file.
 
 
+class ConfigFilesTest(absltest.TestCase):
+
+  def test_every_config_parses_into_valid_params(self):
+    config_dir = os.path.join(params_lib.REPO_ROOT, 'configs')
+    configs = sorted(os.listdir(config_dir))
+    self.assertIn('resnet18_digits.cfg', configs)
+    for name in configs:
+      fv = parse(f'--flagfile={os.path.join(config_dir, name)}',
+                 '--model_dir=/tmp/x')
+      params = params_lib.params_from_flags(fv)
+      self.assertEqual(params['model'], 'resnet', name)
+
+
 class ParamsFromFlagsTest(absltest.TestCase):
 
   def test_cpu_by_default(self):

@@ -6,6 +6,8 @@ import re
 import socket
 import time
 
+import tensorflow as tf
+
 from tests import testutil
 
 pytestmark = testutil.requires_estimator
@@ -46,6 +48,19 @@ def test_train_predict_export_modes(tmp_path):
   assert export.returncode == 0, export.stderr[-3000:]
   export_path = _metrics(export.stdout)['export_path']
   assert os.path.isfile(os.path.join(export_path, 'saved_model.pb'))
+
+
+def test_resnet18_digits_config_runs_on_jpeg_files(tmp_path):
+  result = testutil.run_main([
+      '--flagfile=configs/resnet18_digits.cfg', '--train_steps=4',
+      '--steps_per_eval=4', '--iterations_per_loop=2', '--warmup_steps=0',
+      '--eval_steps=1', f'--model_dir={tmp_path}'])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'top_1_accuracy' in _metrics(result.stdout)
+  reader = tf.train.load_checkpoint(str(tmp_path))
+  assert reader.get_tensor('global_step') == 4
+  assert reader.get_variable_to_shape_map()[
+      'resnet18/stage4/unit2/conv2/conv/kernel'] == [3, 3, 512, 512]
 
 
 def test_bad_flag_fails_before_training(tmp_path):
