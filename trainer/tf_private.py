@@ -6,7 +6,9 @@ Two things the tf2 runner needs have no public API:
     `_scale_loss_for_estimator` is set (Estimator sets it; so do we);
   * the variable store of `track_tf1_style_variables`, public in Keras 2
     (`tf.compat.v1.keras.utils`) and only in tf-keras' source tree once
-    Keras 3 is the default (TF >= 2.16).
+    Keras 3 is the default (TF >= 2.16);
+  * the init ops of tf.summary writers made in graph mode (a collection with
+    a private name), so host_call writers can be initialised and flushed.
 tests/test_tf_private.py covers both on every lane.
 """
 
@@ -45,3 +47,12 @@ def estimator_loss_scaling(strategy):
         'v1-optimizer losses across replicas as Estimator does.')
   with strategy._scale_loss_for_estimator_enabled():  # pylint: disable=protected-access
     yield
+
+
+# summary_ops_v2._SUMMARY_WRITER_INIT_COLLECTION_NAME, the same in TF 2.15-2.21.
+_SUMMARY_WRITER_INIT_COLLECTION = '_SUMMARY_WRITER_V2'
+
+
+def summary_writer_init_ops():
+  """Init ops of the tf.summary writers created in the default (v1) graph."""
+  return tf.compat.v1.get_collection(_SUMMARY_WRITER_INIT_COLLECTION)

@@ -1,0 +1,71 @@
+"""TF1 name-based checkpoints of the tf2 runner, readable by Estimator.
+
+The same format and names a TPUEstimator writes (MODEL_DIR/model.ckpt-STEP,
+the `checkpoint` state file, keys = TF1 variable names), written and read by
+a tf.compat.v1 Saver over the model_fn's variables, so training can move
+between the estimator and tf2 runners in both directions.
+"""
+
+import os
+
+from absl import logging
+import tensorflow as tf
+
+CHECKPOINT_BASENAME = 'model.ckpt'
+
+
+class NameBasedCheckpoints:
+  """Saves and restores {TF1 name: variable} in `directory`.
+
+  Distributed variables are written from their first local copy and restored
+  into every copy (assigned in `strategy`'s cross-replica context).
+  """
+
+  def __init__(self, variables_by_name, directory, max_to_keep,
+               strategy=None):
+    if not variables_by_name:
+      raise ValueError('NameBasedCheckpoints: the model_fn made no variables.')
+    self._directory = directory
+    self._strategy = strategy or tf.distribute.get_strategy()
+    self._variables = dict(variables_by_name)
+    self._primaries = {
+        name: self._strategy.experimental_local_results(v)[0]
+        for name, v in self._variables.items()}
+    self._names = sorted(variables_by_name)
+    self._saver = tf.compat.v1.train.Saver(
+        var_list=self._primaries, max_to_keep=max_to_keep,
+        save_relative_paths=True)
+    state = tf.train.get_checkpoint_state(directory)
+    if state is not None:
+      self._saver.recover_last_checkpoints(
+          list(state.all_model_checkpoint_paths))
+
+  def latest(self):
+    """The newest checkpoint prefix in the directory, or None."""
+    return tf.train.latest_checkpoint(self._directory)
+
+  def restore(self, path):
+    """Restores every variable from `path`; errors name the missing ones."""
+    available = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    missing = [name for name in self._names if name not in available]
+    if missing:
+      raise ValueError(
+          f'Checkpoint {path} lacks {len(missing)} variable(s) of this model, '
+          f'e.g. {", ".join(sorted(missing)[:5])}: it was written by another '
+          'model or model configuration.')
+    self._saver.restore(None, path)
+    with self._strategy.scope():
+      for name, variable in self._variables.items():
+        primary = self._primaries[name]
+        if variable is not primary:
+          variable.assign(primary.read_value())
+    logging.info('Restored %s.', path)
+
+  def save(self, step):
+    """Writes MODEL_DIR/model.ckpt-STEP; returns its prefix."""
+    tf.io.gfile.makedirs(self._directory)
+    path = self._saver.save(
+        None, os.path.join(self._directory, CHECKPOINT_BASENAME),
+        global_step=step, write_meta_graph=False)
+    logging.info('Saved checkpoint %s.', path)
+    return path
