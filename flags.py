@@ -8,6 +8,7 @@ values; it turns them into a validated `params` dict (trainer/params.py).
 
 from absl import flags
 
+RUNNERS = ('estimator', 'tf2')
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
 PRECISIONS = ('float32', 'bfloat16')
 OPTIMIZERS = ('sgd', 'momentum', 'adam')
@@ -38,6 +39,16 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer(
       'iterations_per_loop', 100,
       'Steps run on the device per host loop (one session.run on TPU).',
+      lower_bound=1, flag_values=f)
+  flags.DEFINE_enum(
+      'runner', None, RUNNERS,
+      'estimator: the real TPUEstimator; tf2: the same model_fn under '
+      'tf.distribute. Default: estimator where tf.estimator exists (TF <= '
+      '2.15), tf2 otherwise.', flag_values=f)
+  flags.DEFINE_integer(
+      'num_cpu_devices', 1,
+      'tf2 runner: split the CPU into N logical devices (MirroredStrategy '
+      'over N replicas) to exercise multi-replica code without accelerators.',
       lower_bound=1, flag_values=f)
 
   # What to run.
@@ -103,6 +114,11 @@ def define_flags(flag_values=flags.FLAGS):
       flag_values=f)
   flags.DEFINE_integer('shuffle_buffer', 10000, 'Shuffle buffer (records).',
                        lower_bound=1, flag_values=f)
+  flags.DEFINE_boolean(
+      'skip_corrupt_records', False,
+      'Skip a corrupt TFRecord record (and, as TF reads, the rest of its file) '
+      'instead of stopping; the files are scanned once first and the '
+      'corrupt records counted.', flag_values=f)
 
   # Model.
   flags.DEFINE_list('mlp_hidden_units', ['128'],
@@ -161,6 +177,11 @@ def define_flags(flag_values=flags.FLAGS):
       'init_checkpoint', None,
       'Checkpoint (file prefix or directory) to warm-start model variables '
       'from.', flag_values=f)
+  flags.DEFINE_boolean(
+      'overwrite_model_dir', False,
+      'When --model_dir holds a run of a different model configuration, '
+      'delete it and start over (otherwise: refuse). A run of the same '
+      'configuration is always resumed.', flag_values=f)
 
   _define_validators(f)
 

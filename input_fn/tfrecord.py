@@ -1,7 +1,11 @@
 """input_fn over TFRecord files of tf.train.Examples (see features.py)."""
 
+import contextlib
+
+from absl import logging
 import tensorflow as tf
 
+from input_fn import corrupt_records
 from input_fn import features as feature_lib
 from input_fn import preprocessing
 from input_fn import sharding
@@ -38,12 +42,21 @@ def parse_and_preprocess(record, training, params):
   return {'image': image}, label
 
 
+def _record_reader(params):
+  """filename -> records; skips a corrupt record and the rest of its file
+  when params['skip_corrupt_records']."""
+  if not params.get('skip_corrupt_records'):
+    return tf.data.TFRecordDataset
+  return lambda path: tf.data.TFRecordDataset(path).ignore_errors(
+      log_warning=True)
+
+
 def input_fn(params):
   """Batched (features, labels) dataset of this pipeline's shard of the split.
 
   params: batch_size (this pipeline's batch), mode (train|eval|infer),
   data_dir, image_size, image_channels, augmentation, cache, shuffle_buffer,
-  seed, precision, context (optional). Training data is shuffled and repeats;
+  seed, precision, skip_corrupt_records, context (optional). Training data is shuffled and repeats;
   batches have a static size (drop_remainder) except in prediction.
   """
   training = is_training(params)
@@ -60,7 +73,7 @@ def input_fn(params):
   if training:
     dataset = dataset.shuffle(len(files), seed=seed)
   dataset = dataset.interleave(
-      tf.data.TFRecordDataset, cycle_length=min(CYCLE_LENGTH, len(files)),
+      _record_reader(params), cycle_length=min(CYCLE_LENGTH, len(files)),
       num_parallel_calls=_AUTOTUNE, deterministic=True)
   if params.get('cache'):
     dataset = dataset.cache()
@@ -76,7 +89,44 @@ def input_fn(params):
 
 
 def count_records(params, training=False):
-  """Number of records in the split's files (reads them all)."""
+  """Number of readable records in the split's files (reads them all).
+
+  A corrupt file raises CorruptRecordError naming it, unless
+  params['skip_corrupt_records'], where its records up to the corruption
+  count.
+  """
   files = list_files(params, training)
-  return int(tf.data.TFRecordDataset(files).reduce(
-      tf.constant(0, tf.int64), lambda n, _: n + 1).numpy())
+  scans = corrupt_records.scan_files(files)
+  if any(s.error for s in scans) and not params.get('skip_corrupt_records'):
+    raise corrupt_records.corrupt_file_error(files)
+  return sum(s.records for s in scans)
+
+
+def report_corrupt_records(params, training):
+  """Scans the split once; logs and returns the corrupt records to skip."""
+  files = list_files(params, training)
+  scans = corrupt_records.scan_files(files)
+  lines = corrupt_records.describe(scans)
+  split = feature_lib.file_pattern(params['data_dir'], training)
+  if lines:
+    logging.warning('--skip_corrupt_records: skipping %d corrupt records in '
+                    '%s (%d records readable):\n%s', len(lines), split,
+                    sum(s.records for s in scans), '\n'.join(lines))
+  else:
+    logging.info('--skip_corrupt_records: no corrupt record in %s.', split)
+  return len(lines)
+
+
+@contextlib.contextmanager
+def naming_corrupt_files(params, splits):
+  """Turns a DataLossError raised inside into a CorruptRecordError naming the
+  corrupt file(s) of `splits` (tuple of `training` values)."""
+  try:
+    yield
+  except corrupt_records.CorruptRecordError:
+    raise
+  except tf.errors.DataLossError as e:
+    if not splits:
+      raise
+    files = [f for training in splits for f in list_files(params, training)]
+    raise corrupt_records.corrupt_file_error(files, e) from e

@@ -36,6 +36,7 @@ def base_params(**overrides):
       'momentum': 0.9, 'weight_decay': 0.0, 'label_smoothing': 0.0,
       'save_checkpoints_steps': 10, 'keep_checkpoint_max': 5,
       'init_checkpoint': None, 'num_slices': 1, 'slice': 'batch',
+      'skip_corrupt_records': False, 'overwrite_model_dir': False,
   }
   params.update(overrides)
   return params

@@ -3,6 +3,8 @@
 A runner implements: global_step() -> int, train(to_step),
 evaluate(steps) -> dict, predict() -> iterable of dicts, export(dir) -> path.
 The controller owns the loop, the eval cadence and what is written where.
+On SIGTERM a runner's train() checkpoints and returns early (see
+trainer/preemption.py); the controller then raises PreemptedError.
 """
 
 import json
@@ -12,6 +14,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from trainer import preemption
 from trainer import progress
 
 PREDICTIONS_FILE = 'predictions.jsonl'
@@ -74,11 +77,17 @@ def evaluate(runner, params, eval_steps):
   return dict(metrics, global_step=step)
 
 
+def _train(runner, params, to_step):
+  """runner.train(to_step); PreemptedError if it stopped early on SIGTERM."""
+  runner.train(to_step)
+  preemption.raise_if_requested(runner.global_step(), params['model_dir'])
+
+
 def run(runner, params):
   """Runs params['mode'] with `runner`; returns what it produced."""
   mode = params['mode']
   if mode == 'train':
-    runner.train(params['train_steps'])
+    _train(runner, params, params['train_steps'])
     return {'global_step': runner.global_step()}
   if mode == 'evaluate':
     return evaluate(runner, params, resolve_eval_steps(params))
@@ -88,7 +97,7 @@ def run(runner, params):
     metrics = None
     while step < params['train_steps']:
       step = min(step + params['steps_per_eval'], params['train_steps'])
-      runner.train(step)
+      _train(runner, params, step)
       metrics = evaluate(runner, params, eval_steps)
       step = metrics['global_step']
     if metrics is None:  # Already trained: evaluate what is there.

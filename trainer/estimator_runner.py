@@ -9,6 +9,7 @@ import functools
 
 import tensorflow as tf
 
+from trainer import estimator_hooks
 from trainer import export
 from trainer import progress
 from trainer import tpu_cluster
@@ -67,11 +68,18 @@ class EstimatorRunner:
     hook = progress.ProgressHook(self._params['iterations_per_loop'],
                                  self._params['train_batch_size'],
                                  self._params['train_steps'])
-    self.estimator.train(self._input('train'), max_steps=to_step,
-                         hooks=[hook])
+    model_dir = self._params['model_dir']
+    self.estimator.train(
+        self._input('train'), max_steps=to_step,
+        hooks=[hook, estimator_hooks.StopOnSigtermHook(model_dir),
+               estimator_hooks.FiniteLossHook(model_dir)],
+        saving_listeners=[estimator_hooks.FiniteVariablesListener(model_dir)])
 
   def evaluate(self, steps):
-    return self.estimator.evaluate(self._input('eval'), steps=steps)
+    return self.estimator.evaluate(
+        self._input('eval'), steps=steps,
+        hooks=[estimator_hooks.StopOnSigtermHook(self._params['model_dir'],
+                                                 in_eval=True)])
 
   def predict(self):
     return self.estimator.predict(self._input('infer'),

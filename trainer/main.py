@@ -5,17 +5,33 @@
 """
 
 import logging as logging_lib
+import sys
 
 from absl import app
 from absl import flags
 from absl import logging
 
 import flags as trainer_flags
+from input_fn import corrupt_records
+from model_fn import warm_start
+from trainer import model_dir_lock
+from trainer import nonfinite
 from trainer import params as params_lib
+from trainer import preemption
+from trainer import run_fingerprint
+from trainer import run_guard
 from trainer import runners
 from trainer import tpu_cluster
 
 FLAGS = flags.FLAGS
+
+# Errors whose message says what to do: printed without a traceback.
+_FATAL_ERRORS = (tpu_cluster.TPUUnreachableError,
+                 model_dir_lock.ModelDirLockedError,
+                 run_fingerprint.ModelDirMismatchError,
+                 nonfinite.NonFiniteLossError,
+                 corrupt_records.CorruptRecordError,
+                 warm_start.InitCheckpointError)
 
 
 def _log_once():
@@ -31,11 +47,17 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   try:
     params = params_lib.params_from_flags(FLAGS)
+    extra = run_guard.check_inputs(params)  # Before any graph is built.
   except ValueError as e:
     raise app.UsageError(str(e)) from e
   try:
-    result = runners.run(params)
-  except tpu_cluster.TPUUnreachableError as e:
+    with run_guard.guarded(params):
+      result = dict(runners.run(params), **extra)
+  except preemption.PreemptedError as e:
+    logging.warning('%s', e)
+    print(f'preempted: {e}', file=sys.stderr)
+    raise SystemExit(preemption.EXIT_STATUS) from e
+  except _FATAL_ERRORS as e:
     logging.error('%s', e)
     raise SystemExit(f'error: {e}') from e
   for key, value in result.items():

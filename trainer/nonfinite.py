@@ -1,0 +1,43 @@
+"""Stops training on a NaN or Inf loss, naming the step, before it is saved.
+
+Runners call `check_loss` after every loop and `check_variables` before
+every checkpoint, so the latest checkpoint stays the last good one.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+
+class NonFiniteLossError(RuntimeError):
+  """The loss or the variables became NaN or Inf."""
+
+
+def _latest(model_dir):
+  path = tf.train.latest_checkpoint(model_dir)
+  return (f'the latest checkpoint, {path}, is from before it'
+          if path else 'no checkpoint was written')
+
+
+def check_loss(loss, step, model_dir):
+  """Raises NonFiniteLossError naming `step` if `loss` is NaN or Inf."""
+  loss = float(np.asarray(loss, dtype=np.float64))
+  if not math.isfinite(loss):
+    raise NonFiniteLossError(
+        f'Loss is {loss} at step {step}: training stopped and '
+        f'{_latest(model_dir)}. Lower --learning_rate, add --warmup_steps or '
+        'check the input.')
+
+
+def check_variables(finite_by_name, step, model_dir):
+  """Raises NonFiniteLossError if any variable is not finite at `step`.
+
+  finite_by_name: {variable name: bool all-finite}.
+  """
+  bad = sorted(name for name, ok in finite_by_name.items() if not ok)
+  if bad:
+    raise NonFiniteLossError(
+        f'Variables became NaN or Inf at step {step} ({", ".join(bad[:10])}'
+        f'{" ..." if len(bad) > 10 else ""}): not saving them; '
+        f'{_latest(model_dir)}.')

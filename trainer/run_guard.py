@@ -1,0 +1,56 @@
+"""What every runner gets around a run: input checks before any graph, and
+for training a model_dir lock, the configuration check, recovery from an
+interrupted save and SIGTERM handling; data loss errors name the file.
+"""
+
+import contextlib
+
+from input_fn import tfrecord
+from trainer import checkpoint_recovery
+from trainer import model_dir_lock
+from trainer import preemption
+from trainer import run_fingerprint
+
+TRAINING_MODES = ('train', 'train_and_evaluate')
+_SPLITS = {  # mode -> splits read, as tfrecord's `training` argument.
+    'train': (True,), 'evaluate': (False,), 'train_and_evaluate': (True, False),
+    'predict': (False,), 'export': ()}
+
+
+def splits(params):
+  """The TFRecord splits params['mode'] reads (none for other inputs)."""
+  if params['input'] != 'tfrecord':
+    return ()
+  return _SPLITS[params['mode']]
+
+
+def check_inputs(params):
+  """Raises ValueError naming the file pattern if a split has no files.
+
+  With skip_corrupt_records, scans the splits once and returns
+  {'skipped_corrupt_records': N}; otherwise {}.
+  """
+  for training in splits(params):
+    tfrecord.list_files(params, training)
+  if not params.get('skip_corrupt_records'):
+    return {}
+  return {'skipped_corrupt_records': sum(
+      tfrecord.report_corrupt_records(params, training)
+      for training in splits(params))}
+
+
+@contextlib.contextmanager
+def guarded(params):
+  """Runs the block as the one trainer of params['model_dir'] (training
+  modes) after checking the configuration stored there."""
+  with tfrecord.naming_corrupt_files(params, splits(params)):
+    if params['mode'] not in TRAINING_MODES:
+      run_fingerprint.check(params, training=False)
+      yield
+      return
+    with model_dir_lock.locked(params['model_dir']):
+      run_fingerprint.check(params, training=True,
+                            overwrite=params.get('overwrite_model_dir', False))
+      checkpoint_recovery.recover(params['model_dir'])
+      with preemption.handling_sigterm():
+        yield
