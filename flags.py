@@ -9,7 +9,6 @@ values; it turns them into a validated `params` dict (trainer/params.py).
 from absl import flags
 
 RUNNERS = ('estimator', 'tf2')
-RUNNERS = ('estimator', 'tf2')
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
 PRECISIONS = ('float32', 'bfloat16')
 OPTIMIZERS = ('sgd', 'momentum', 'adam')
@@ -40,16 +39,6 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer(
       'iterations_per_loop', 100,
       'Steps run on the device per host loop (one session.run on TPU).',
-      lower_bound=1, flag_values=f)
-  flags.DEFINE_enum(
-      'runner', None, RUNNERS,
-      'estimator: the real TPUEstimator; tf2: the same model_fn under '
-      'tf.distribute. Default: estimator where tf.estimator exists (TF <= '
-      '2.15), tf2 otherwise.', flag_values=f)
-  flags.DEFINE_integer(
-      'num_cpu_devices', 1,
-      'tf2 runner: split the CPU into N logical devices (MirroredStrategy '
-      'over N replicas) to exercise multi-replica code without accelerators.',
       lower_bound=1, flag_values=f)
   flags.DEFINE_enum(
       'runner', None, RUNNERS,

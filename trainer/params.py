@@ -22,7 +22,6 @@ _PLAIN_KEYS = (
     'learning_rate', 'lr_schedule', 'warmup_steps', 'lr_decay_factor',
     'momentum', 'weight_decay', 'label_smoothing', 'save_checkpoints_steps',
     'keep_checkpoint_max', 'init_checkpoint', 'num_slices', 'slice',
-    'num_cpu_devices',
     'skip_corrupt_records', 'overwrite_model_dir', 'num_cpu_devices',
 )
 
@@ -32,7 +31,6 @@ def params_from_flags(flag_values):
   f = flag_values
   params = {key: f[key].value for key in _PLAIN_KEYS}
   params['use_tpu'] = bool(f.tpu) if f.use_tpu is None else bool(f.use_tpu)
-  params['runner'] = f.runner or default_runner()
   params['runner'] = f.runner or default_runner()
   params['model_dir'] = f.model_dir or tempfile.mkdtemp(prefix='trainer-')
   if not f.model_dir:
@@ -55,18 +53,8 @@ def default_runner():
   return 'estimator' if estimator_compat.has_estimator() else 'tf2'
 
 
-def default_runner():
-  """'estimator' where this TensorFlow has TPUEstimator, else 'tf2'."""
-  from trainer import estimator_compat  # pylint: disable=g-import-not-at-top
-  return 'estimator' if estimator_compat.has_estimator() else 'tf2'
-
-
 def validate_params(params):
   """Raises ValueError naming the flag when `params` cannot work together."""
-  if params.get('runner') == 'estimator' and default_runner() != 'estimator':
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    raise ValueError(f'--runner=estimator: TensorFlow {tf.__version__} has no '
-                     'tf.estimator (removed in 2.16); use --runner=tf2.')
   if params.get('runner') == 'estimator' and default_runner() != 'estimator':
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     raise ValueError(f'--runner=estimator: TensorFlow {tf.__version__} has no '
