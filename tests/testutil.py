@@ -11,8 +11,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS_RAW = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
 DIGITS_JPEG = os.path.join(REPO_ROOT, 'data', 'digits', 'jpeg')
 
-HAS_ESTIMATOR = hasattr(tf.compat.v1, 'estimator') and hasattr(
-    tf.compat.v1.estimator, 'tpu')
+# The real TPUEstimator, not the stand-ins conftest installs on TF >= 2.16.
+HAS_ESTIMATOR = hasattr(getattr(getattr(
+    tf.compat.v1, 'estimator', None), 'tpu', None), 'TPUEstimator')
 requires_estimator = pytest.mark.skipif(
     not HAS_ESTIMATOR,
     reason=f'tf.estimator does not exist in TensorFlow {tf.__version__} '
