@@ -37,7 +37,8 @@ def mlp(images, is_training, params):
       kernel2, bias2 = layers.dense_weights(hidden_units[i], out_units,
                                             out_name, x.dtype)
       x = tf.nn.bias_add(
-          slicing.sliced_dense_pair(x, kernel1, bias1, kernel2, k), bias2)
+          slicing.sliced_dense_pair(x, kernel1, bias1, kernel2, k,
+                                    input_gradient=i > 0), bias2)
       if last:
         return x
       x = tf.nn.relu(x)

@@ -14,9 +14,9 @@ Everything here is plain TensorFlow on tensors with static shapes: slices are
 unrolled in Python, no variables are created, and the same code runs in TF1
 graphs (TPUEstimator), inside tf.function and under XLA (jit_compile).
 The dense and logits slicings recompute each slice in the backward pass
-(tf.custom_gradient) instead of keeping it; control dependencies on the
-incoming gradient keep the TF runtime from merging the recomputation with the
-forward pass and order the slices one after another.
+(tf.custom_gradient) instead of keeping it; each slice depends on the
+previous one (`_after`), which orders the slices one after another and keeps
+the TF runtime and XLA from merging a recomputation with the forward pass.
 """
 
 import tensorflow as tf
@@ -48,19 +48,32 @@ def slice_sizes(total, k, what='dimension'):
 
 
 def _after(tensor, deps):
-  """`tensor`, read only once every tensor in `deps` is computed."""
+  """`tensor`, used only once every tensor in `deps` is computed.
+
+  A control dependency orders the TF runtime. XLA drops control
+  dependencies between pure ops, so floating tensors also get a zero-valued
+  data dependency (+ 0 * one element of each dep, gradient stopped): XLA
+  neither folds float multiplication by zero nor merges the result with an
+  earlier identical computation, so slices stay sequential and recomputed.
+  """
   with tf.control_dependencies(deps):
-    return tf.identity(tensor)
+    if not deps or not tensor.dtype.is_floating:
+      return tf.identity(tensor)
+    firsts = [tf.cast(tf.reshape(d, [-1])[0], tf.float32) for d in deps]
+    zero = tf.stop_gradient(tf.add_n(firsts)) * 0.0
+    return tensor + tf.cast(zero, tensor.dtype)
 
 
-def sliced_dense_pair(inputs, kernel1, bias1, kernel2, k):
+def sliced_dense_pair(inputs, kernel1, bias1, kernel2, k,
+                      input_gradient=True):
   """relu(inputs @ kernel1 + bias1) @ kernel2, in k slices of the hidden units.
 
   Equals the unsliced expression up to float summation order. Neither the
   forward nor the backward pass holds more than one [batch, hidden / k] slice
   of the hidden activation: the backward pass recomputes each slice.
   Arguments are tensors (read variables outside); returns [batch, out] in the
-  dtype of `inputs`.
+  dtype of `inputs`. With input_gradient=False (inputs are data, e.g.
+  images) the gradient for `inputs` is None and never computed.
   """
   sizes = slice_sizes(kernel1.shape[-1], k, 'hidden layer')
 
@@ -87,9 +100,10 @@ def sliced_dense_pair(inputs, kernel1, bias1, kernel2, k):
             gradients=tf.matmul(dy, w2s[j], transpose_b=True), features=h)
         dw1.append(tf.matmul(x, da, transpose_a=True))
         db1.append(tf.reduce_sum(da, axis=0))
-        part = tf.matmul(da, w1s[j], transpose_b=True)
-        dx = part if dx is None else dx + part
-        deps = [dx]
+        if input_gradient:
+          part = tf.matmul(da, w1s[j], transpose_b=True)
+          dx = part if dx is None else dx + part
+        deps = [dw1[-1], db1[-1], dw2[-1]]
       return dx, tf.concat(dw1, 1), tf.concat(db1, 0), tf.concat(dw2, 0)
 
     return outputs, grad

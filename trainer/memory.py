@@ -1,0 +1,111 @@
+"""Memory report before TPU time: does this configuration fit, and how big a batch?
+
+  python -m trainer.memory --model=resnet --image_size=224 \\
+      --train_batch_size=512 --num_cores=8 --precision=bfloat16
+  python -m trainer.memory --json ...          # one JSON object
+  python -m trainer.memory --plot=mem.png ...  # bars: precision x slicing
+  python -m trainer.memory --xla_check ...     # compare with XLA:CPU
+
+Takes the trainer's flags (model, precision, slicing, batch); builds the
+training graph at the per-core batch without running it (trainer/
+memory_footprint.py) and reports bytes per component and, per TPU generation,
+whether the peak fits and the largest per-core batch that does.
+"""
+
+import json
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+import flags as trainer_flags
+from trainer import memory_footprint
+from trainer import memory_report
+from trainer import memory_xla
+from trainer import params as params_lib
+from trainer import registry
+
+FLAGS = flags.FLAGS
+PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.
+
+
+def define_memory_flags(flag_values=FLAGS):
+  """The trainer's flags plus this report's own."""
+  trainer_flags.define_flags(flag_values)
+  flags.DEFINE_boolean('json', False, 'Print one JSON object.',
+                       flag_values=flag_values)
+  flags.DEFINE_string(
+      'plot', None, 'Write a PNG bar chart comparing float32/bfloat16 and '
+      'each applicable slicing mode to this path.', flag_values=flag_values)
+  flags.DEFINE_boolean(
+      'xla_check', False, 'Also compile one step with XLA:CPU in a child '
+      'process and report its buffer assignment (meaningful for float32).',
+      flag_values=flag_values)
+
+
+def report(params):
+  """report_dict for params."""
+  model_fn = registry.resolve_model_fn(params['model'])
+  return memory_report.report_dict(
+      memory_footprint.footprint(model_fn, params), params)
+
+
+def variants(params):
+  """Params for the plot: each precision, unsliced and per slicing mode."""
+  k = params['num_slices'] if params['num_slices'] > 1 else PLOT_SLICES
+  modes = ['batch', 'logits'] + (['dense'] if params['model'] == 'mlp' else [])
+  out = []
+  for precision in ('float32', 'bfloat16'):
+    out.append(dict(params, precision=precision, num_slices=1))
+    for mode in modes:
+      candidate = dict(params, precision=precision, num_slices=k, slice=mode)
+      try:
+        params_lib.validate_params(candidate)
+      except ValueError as e:
+        logging.info('Plot skips slice=%s: %s', mode, e)
+        continue
+      out.append(candidate)
+  return out
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  try:
+    params = params_lib.params_from_flags(FLAGS)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from e
+  if not FLAGS.model_dir:  # Nothing is written; drop the default directory.
+    os.rmdir(params['model_dir'])
+  result = report(params)
+  if FLAGS.xla_check:
+    xla = memory_xla.measure(sys.argv[1:])
+    result['xla'] = xla
+    result['xla_peak_error'] = (result['peak_bytes'] - xla['total_bytes']
+                                ) / xla['total_bytes']
+    if params['precision'] != 'float32':
+      logging.warning('XLA:CPU computes bfloat16 in float32; its figures are '
+                      'not comparable for --precision=%s.',
+                      params['precision'])
+  if FLAGS.plot:
+    reports = [report(p) for p in variants(params)]
+    memory_report.plot(reports, FLAGS.plot,
+                       f'{params["model"]}, per-core batch '
+                       f'{result["per_core_batch"]}')
+    result['plot'] = FLAGS.plot
+  if FLAGS.json:
+    print(json.dumps(result))
+    return
+  print(memory_report.format_text(result))
+  if 'xla' in result:
+    print(f'  XLA:CPU buffer assignment total {result["xla"]["total_bytes"]} '
+          f'bytes; report peak error {100 * result["xla_peak_error"]:+.1f}%')
+  if FLAGS.plot:
+    print(f'  plot: {FLAGS.plot}')
+
+
+if __name__ == '__main__':
+  define_memory_flags()
+  app.run(main)
