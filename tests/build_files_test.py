@@ -17,6 +17,7 @@ not runfiles: it checks the BUILD files themselves, so its target is tagged
 """
 
 import ast
+import configparser
 import fnmatch
 import glob as glob_lib
 import os
@@ -248,3 +249,12 @@ def test_deps_cover_imports(targets):
           missing.append(f'{label} imports {imported} but its deps do not '
                          f'reach {sorted(owners.get(imported, {"a target"}))}')
   assert not missing, 'missing deps:\n' + '\n'.join(missing)
+
+
+def test_pytest_skips_bazel_output_symlinks():
+  config = configparser.ConfigParser()
+  config.read(os.path.join(REPO_ROOT, 'pytest.ini'))
+  norecurse = config.get('pytest', 'norecursedirs', fallback='').split()
+  assert 'bazel-*' in norecurse, (
+      'pytest.ini must keep bazel-* in norecursedirs: the bazel-* symlinks '
+      'hold a second copy of every test.')
