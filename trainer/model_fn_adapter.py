@@ -10,6 +10,7 @@
   * variables made with plain tf.Variable (Adam's beta1_power, optimizer
     slots created under init_scope) are created once and returned by name
     on later calls, as a TF1 graph built once would;
+  * global_step exists before the model_fn runs, as under Estimator;
   * non-trainable float variables updated in the replica context (batch-norm
     moving averages) get MEAN aggregation so MirroredStrategy accepts them.
 """
@@ -89,6 +90,7 @@ class ModelFnModule(tf.Module):
     scope = _v1.get_variable_scope()
     with fresh_collections(), _v1.variable_scope(
         scope, custom_getter=_collecting_getter, auxiliary_name_scope=False):
+      _v1.train.get_or_create_global_step()  # Estimator makes it first too.
       return self._model_fn(features, labels, mode, params)
 
   @_track_tf1_style_variables

@@ -1,0 +1,168 @@
+"""The tf2 runner: unmodified model_fns under tf.distribute (every lane)."""
+
+import glob
+import os
+import re
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from input_fn import inputs
+from model_fn import models
+from model_fn import summaries
+from tests import testutil
+from trainer import controller
+from trainer import tf2_runner
+
+MLP_NAMES = {'global_step', 'beta1_power', 'beta2_power'} | {
+    f'mlp/{layer}/{var}{slot}' for layer in ('dense1', 'logits')
+    for var in ('kernel', 'bias') for slot in ('', '/Adam', '/Adam_1')}
+
+
+def _runner(tmp_path, **overrides):
+  params = testutil.base_params(model_dir=str(tmp_path / 'model'),
+                                runner='tf2', **overrides)
+  return tf2_runner.Tf2Runner(params, models.MODEL_FNS[params['model']],
+                              inputs.INPUT_FNS[params['input']])
+
+
+def _event_tags(model_dir):
+  files = glob.glob(os.path.join(model_dir, 'events.out.tfevents.*'))
+  tags = {}
+  for path in files:
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        tags.setdefault(value.tag, []).append(event.step)
+  return files, tags
+
+
+def test_trains_evaluates_predicts_with_tf1_names(tmp_path):
+  runner = _runner(tmp_path, iterations_per_loop=5, save_checkpoints_steps=10)
+  first = runner.train_steps(5)
+  runner.train(20)
+  assert runner.global_step() == 20
+  assert first.shape == (5,) and np.all(np.isfinite(first))
+
+  assert set(runner.module.variables_by_name()) == MLP_NAMES
+  checkpoint = tf.train.latest_checkpoint(str(tmp_path / 'model'))
+  assert checkpoint.endswith('model.ckpt-20')
+  names = {n for n, _ in tf.train.list_variables(checkpoint)}
+  assert names == MLP_NAMES
+
+  metrics = runner.evaluate(steps=3)
+  assert set(metrics) == {'loss', 'top_1_accuracy', 'top_5_accuracy',
+                          'global_step'}
+  assert metrics['global_step'] == 20
+  assert 0.0 <= metrics['top_1_accuracy'] <= 1.0 and metrics['loss'] > 0
+
+  predictions = list(runner.predict())
+  assert len(predictions) == 360  # Every validation example, last batch too.
+  assert set(predictions[0]) == {'classes', 'probabilities'}
+  assert abs(float(np.sum(predictions[0]['probabilities'])) - 1.0) < 1e-5
+
+  files, tags = _event_tags(str(tmp_path / 'model'))
+  assert len(files) == 1, files  # One events file per run, not per step.
+  assert tags[summaries.LOSS_TAG] == list(range(1, 21))
+  assert summaries.LEARNING_RATE_TAG in tags
+
+
+def test_resumes_from_its_own_checkpoint(tmp_path):
+  runner = _runner(tmp_path, iterations_per_loop=5)
+  runner.train(10)
+  expected = runner.variables()
+  resumed = _runner(tmp_path, iterations_per_loop=5)
+  assert resumed.global_step() == 10  # Nothing built yet: reads checkpoint.
+  resumed.train_steps(0)
+  got = resumed.variables()
+  assert got.keys() == expected.keys()
+  for name in expected:
+    np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+
+
+def test_init_checkpoint_warm_starts_through_scaffold_fn(tmp_path):
+  source = _runner(tmp_path / 'a')
+  source.train(5)
+  kernel = source.variables()['mlp/dense1/kernel']
+  warm = _runner(tmp_path / 'b', init_checkpoint=str(tmp_path / 'a' / 'model'),
+                 optimizer='sgd', learning_rate=0.0)
+  warm.train_steps(1)
+  np.testing.assert_array_equal(warm.variables()['mlp/dense1/kernel'], kernel)
+
+
+def test_export_serves_encoded_images(tmp_path):
+  runner = _runner(tmp_path)
+  runner.train(5)
+  path = runner.export(str(tmp_path / 'export'))
+  loaded = tf.saved_model.load(path)
+  serve = loaded.signatures['serving_default']
+  record = next(iter(tf.data.TFRecordDataset(
+      sorted(glob.glob(os.path.join(testutil.DIGITS_JPEG, 'validation-*'))))))
+  encoded = tf.io.parse_single_example(
+      record, {'image/encoded': tf.io.FixedLenFeature([], tf.string)})
+  outputs = serve(image_bytes=tf.stack([encoded['image/encoded']] * 2))
+  assert outputs['probabilities'].shape == (2, 10)
+  assert outputs['classes'].dtype == tf.int32
+
+
+def test_controller_train_and_evaluate(tmp_path):
+  runner = _runner(tmp_path, mode='train_and_evaluate', train_steps=10,
+                   steps_per_eval=5, iterations_per_loop=5, eval_steps=2)
+  result = controller.run(runner, runner.model_params('train'))
+  assert result['global_step'] == 10
+  assert 0.0 <= result['top_1_accuracy'] <= 1.0
+  with pytest.raises(ValueError, match='no checkpoint'):
+    list(_runner(tmp_path / 'empty').predict())
+
+
+USER_MODULE = '''
+import tensorflow as tf
+
+def model_fn(features, labels, mode, params):
+  x = tf.reshape(features['image'], [-1, 28 * 28])
+  w = tf.compat.v1.get_variable('linear/w', [784, 10])
+  b = tf.compat.v1.get_variable('linear/b', [10],
+                                initializer=tf.compat.v1.zeros_initializer())
+  logits = tf.matmul(x, w) + b
+  if mode == tf.estimator.ModeKeys.PREDICT:
+    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+        mode, predictions={'classes': tf.argmax(logits, 1)})
+  loss = tf.reduce_mean(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                     logits=logits))
+  if mode == tf.estimator.ModeKeys.EVAL:
+    def metric_fn(labels, logits):
+      return {'accuracy': tf.compat.v1.metrics.accuracy(
+          labels, tf.argmax(logits, 1))}
+    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+        mode, loss=loss, eval_metrics=(metric_fn, [labels, logits]))
+  optimizer = tf.compat.v1.train.MomentumOptimizer(0.1, 0.9)
+  if params['use_tpu']:
+    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
+  train_op = optimizer.minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode, loss=loss,
+                                                     train_op=train_op)
+'''
+
+
+@pytest.mark.parametrize('num_cpu_devices', [1, 2])
+def test_legacy_user_model_fn_via_main(tmp_path, num_cpu_devices):
+  """Written against tf.estimator names; runs unmodified on every TF."""
+  (tmp_path / 'legacy_model.py').write_text(textwrap.dedent(USER_MODULE))
+  result = testutil.run_main(
+      ['--runner=tf2', f'--num_cpu_devices={num_cpu_devices}',
+       '--model=legacy_model:model_fn', '--train_steps=20',
+       '--steps_per_eval=20', '--eval_steps=2', '--iterations_per_loop=10',
+       '--train_batch_size=32', '--eval_batch_size=40', '--num_cores=1',
+       f'--model_dir={tmp_path / "model"}'],
+      env={'PYTHONPATH': str(tmp_path)})
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert re.search(r'^accuracy: [\d.]+$', result.stdout, re.M), result.stdout
+  assert re.search(r'^global_step: 20$', result.stdout, re.M)
+  assert 'Runner: tf2' in result.stderr
+  strategy = 'mirrored' if num_cpu_devices > 1 else 'default'
+  assert f'{strategy} strategy, {num_cpu_devices} replica(s)' in result.stderr
+  names = {n for n, _ in tf.train.list_variables(str(tmp_path / 'model'))}
+  assert {'linear/w', 'linear/w/Momentum', 'global_step'} <= names
