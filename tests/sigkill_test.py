@@ -1,0 +1,73 @@
+"""SIGKILL at 10 random points, restart each time: training still completes,
+steps never go backwards, and every checkpoint left in model_dir loads."""
+
+import glob
+import os
+import random
+import re
+import signal
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from tests import preemption_test
+from tests import testutil
+
+pytestmark = testutil.requires_estimator
+
+KILLS = 10
+TRAIN_STEPS = 2400  # Far more than 10 short runs get through (~150 each).
+
+
+def _restored_step(log_path):
+  match = re.search(r'Restoring parameters from .*model\.ckpt-(\d+)\n',
+                    open(log_path).read())
+  return int(match.group(1)) if match else 0
+
+
+def test_sigkill_at_random_points_and_restart(tmp_path):
+  model_dir = str(tmp_path / 'model')
+  args = [f'--model_dir={model_dir}', '--mode=train', '--mlp_hidden_units=8',
+          '--train_batch_size=32', '--iterations_per_loop=10',
+          '--save_checkpoints_steps=20', '--keep_checkpoint_max=3',
+          f'--train_steps={TRAIN_STEPS}']
+  seed = int(time.time())
+  rng = random.Random(seed)
+  print(f'seed {seed}')
+  latest = 0
+  for kill in range(KILLS + 1):
+    log = str(tmp_path / f'run{kill}.log')
+    process = preemption_test.start_main(args, log)
+    try:
+      if kill < KILLS:
+        preemption_test.wait_for_training(process, log)
+        delay = rng.uniform(0.0, 0.6)
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+      process.wait(timeout=300)
+    finally:
+      if process.poll() is None:
+        process.kill()
+    restored = _restored_step(log)
+    assert restored >= latest, f'run {kill} restarted from step {restored}'
+    if kill < KILLS:
+      assert process.returncode == -signal.SIGKILL, open(log).read()[-3000:]
+    else:
+      assert process.returncode == 0, open(log).read()[-3000:]
+      assert f'global_step: {TRAIN_STEPS}' in process.stdout.read()
+    step = preemption_test.latest_step(model_dir)  # The state loads.
+    recovered = re.findall(r'(Removing .*|Checkpoint state .*)',
+                           open(log).read())
+    assert step >= latest, f'latest checkpoint went from {latest} to {step}'
+    print(f'run {kill}: resumed at {restored}, '
+          f'{"killed after %.2f s of training" % delay if kill < KILLS else "finished"}'
+          f', latest checkpoint {step}; recovery: {recovered or "none"}')
+    latest = step
+  assert latest == TRAIN_STEPS
+  indexes = glob.glob(os.path.join(model_dir, '*.index'))
+  assert len(indexes) == 3  # --keep_checkpoint_max.
+  for index in indexes:
+    reader = tf.train.load_checkpoint(index[:-len('.index')])
+    for name in reader.get_variable_to_shape_map():
+      assert np.all(np.isfinite(reader.get_tensor(name))), (index, name)
