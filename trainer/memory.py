@@ -1,4 +1,4 @@
-"""Memory report before TPU time: does this configuration fit, and how big a batch?
+"""Memory report before TPU time: does it fit, and how big a batch does?
 
   python -m trainer.memory --model=resnet --image_size=224 \\
       --train_batch_size=512 --num_cores=8 --precision=bfloat16

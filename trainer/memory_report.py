@@ -69,7 +69,8 @@ def format_text(report):
     lines.append(f'  {name:<30}{_mib(report[key])}')
   lines.append('  TPU  HBM/device        fits  largest per-core batch')
   for name, fit in report['tpu'].items():
-    lines.append(f'  {name:<4} {fit["hbm_bytes"] // GIB:3d} GiB/{fit["device"]:<5}'
+    hbm = f'{fit["hbm_bytes"] // GIB:3d} GiB/{fit["device"]}'
+    lines.append(f'  {name:<4} {hbm:<14}'
                  f'    {"yes" if fit["fits"] else "no ":<4}  '
                  f'{fit["max_per_core_batch"]}')
   return '\n'.join(lines)
