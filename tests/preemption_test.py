@@ -3,47 +3,12 @@
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
-import tensorflow as tf
 
 from trainer import preemption
 from tests import testutil
-
-TRAIN_LINE = re.compile(r'train \| step: (\d+)')
-
-
-def start_main(args, log_path):
-  """`python -m trainer.main ARGS` in the background, stderr to log_path."""
-  log = open(log_path, 'w')  # pylint: disable=consider-using-with
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  return subprocess.Popen([sys.executable, '-m', 'trainer.main'] + args,
-                          cwd=testutil.REPO_ROOT, env=env,
-                          stdout=subprocess.PIPE, stderr=log, text=True)
-
-
-def wait_for_training(process, log_path, timeout=120):
-  """Blocks until the log shows a train progress line; the step in it."""
-  deadline = time.monotonic() + timeout
-  while time.monotonic() < deadline:
-    with open(log_path) as f:
-      steps = TRAIN_LINE.findall(f.read())
-    if steps:
-      return int(steps[-1])
-    if process.poll() is not None:
-      raise AssertionError(f'trainer exited {process.returncode} before '
-                           f'training:\n{open(log_path).read()[-3000:]}')
-    time.sleep(0.05)
-  raise AssertionError('no train progress line within %d s' % timeout)
-
-
-def latest_step(model_dir):
-  path = tf.train.latest_checkpoint(model_dir)
-  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
-
 
 def test_sigterm_sets_the_flag_instead_of_killing():
   with preemption.handling_sigterm():
@@ -65,9 +30,9 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path):
             '--train_batch_size=32', '--iterations_per_loop=10',
             '--save_checkpoints_steps=100000']
   log = str(tmp_path / 'first.log')
-  process = start_main(common + ['--train_steps=100000'], log)
+  process = testutil.start_main(common + ['--train_steps=100000'], log)
   try:
-    seen = wait_for_training(process, log)
+    seen = testutil.wait_for_training(process, log)
     process.send_signal(signal.SIGTERM)
     sent = time.monotonic()
     process.wait(timeout=60)
@@ -83,7 +48,7 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path):
         f'{seconds:.2f} s, checkpoint at step {stopped}')
   assert seconds < 30
   assert seen <= stopped < 100000
-  assert latest_step(model_dir) == stopped  # Not a save_checkpoints step.
+  assert testutil.latest_step(model_dir) == stopped  # Not a save_checkpoints step.
 
   resumed = testutil.run_main(common + [f'--train_steps={stopped + 20}'])
   assert resumed.returncode == 0, resumed.stderr[-3000:]

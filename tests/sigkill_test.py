@@ -11,7 +11,6 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tests import preemption_test
 from tests import testutil
 
 pytestmark = testutil.requires_estimator
@@ -38,10 +37,10 @@ def test_sigkill_at_random_points_and_restart(tmp_path):
   latest = 0
   for kill in range(KILLS + 1):
     log = str(tmp_path / f'run{kill}.log')
-    process = preemption_test.start_main(args, log)
+    process = testutil.start_main(args, log)
     try:
       if kill < KILLS:
-        preemption_test.wait_for_training(process, log)
+        testutil.wait_for_training(process, log)
         delay = rng.uniform(0.0, 0.6)
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
@@ -56,7 +55,7 @@ def test_sigkill_at_random_points_and_restart(tmp_path):
     else:
       assert process.returncode == 0, open(log).read()[-3000:]
       assert f'global_step: {TRAIN_STEPS}' in process.stdout.read()
-    step = preemption_test.latest_step(model_dir)  # The state loads.
+    step = testutil.latest_step(model_dir)  # The state loads.
     recovered = re.findall(r'(Removing .*|Checkpoint state .*)',
                            open(log).read())
     assert step >= latest, f'latest checkpoint went from {latest} to {step}'

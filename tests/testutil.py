@@ -1,8 +1,10 @@
 """Shared helpers for tests: repo paths, lane checks, tiny params."""
 
 import os
+import re
 import subprocess
 import sys
+import time
 
 import pytest
 import tensorflow as tf
@@ -50,3 +52,36 @@ def run_main(args, timeout=600, env=None, cwd=REPO_ROOT):
   return subprocess.run([sys.executable, '-m', 'trainer.main'] + list(args),
                         cwd=cwd, env=full_env, capture_output=True, text=True,
                         timeout=timeout)
+
+
+def start_main(args, log_path):
+  """`python -m trainer.main ARGS` in the background; stderr to log_path."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  with open(log_path, 'w') as log:
+    return subprocess.Popen([sys.executable, '-m', 'trainer.main'] + args,
+                            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=log, text=True)
+
+
+def wait_for_training(process, log_path, timeout=120):
+  """Blocks until log_path shows a train progress line; the step in it."""
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    with open(log_path) as f:
+      steps = re.findall(r'train \| step: (\d+)', f.read())
+    if steps:
+      return int(steps[-1])
+    if process.poll() is not None:
+      with open(log_path) as f:
+        raise AssertionError(f'trainer exited {process.returncode} before '
+                             f'training:\n{f.read()[-3000:]}')
+    time.sleep(0.05)
+  raise AssertionError(f'no train progress line within {timeout} s')
+
+
+def latest_step(model_dir):
+  """global_step of model_dir's latest checkpoint (None if there is none)."""
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    return None
+  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
