@@ -12,6 +12,7 @@ from model_fn.spec import ModeKeys
 from model_fn.spec import TPUEstimatorSpec
 from trainer import controller
 from trainer import nonfinite
+from trainer import runners
 from tests import testutil
 
 
@@ -34,21 +35,23 @@ def _nan_from_step_model_fn(features, labels, mode, params):
   return TPUEstimatorSpec(mode=ModeKeys.TRAIN, loss=loss, train_op=train_op)
 
 
-@testutil.requires_estimator
-@pytest.mark.parametrize('nan_step,expected', [
-    (25, r'Loss is nan at step 25'),           # Between saves: loss check.
-    (30, r'Variables became NaN or Inf at step 30'),  # On a save step.
-])
+RUNNERS = [pytest.param('estimator', marks=testutil.requires_estimator),
+           'tf2']
+
+
+@pytest.mark.parametrize('runner', RUNNERS)
+@pytest.mark.parametrize('nan_step', [25, 30])  # Between saves; a save step.
 def test_nan_loss_stops_at_its_step_and_keeps_last_good_checkpoint(
-    tmp_path, nan_step, expected):
-  from trainer import estimator_runner  # pylint: disable=g-import-not-at-top
+    tmp_path, runner, nan_step):
   model_dir = str(tmp_path)
   params = testutil.base_params(model_dir=model_dir, train_steps=60,
-                                save_checkpoints_steps=10, nan_step=nan_step)
-  runner = estimator_runner.EstimatorRunner(params, _nan_from_step_model_fn,
-                                            tfrecord.input_fn)
+                                save_checkpoints_steps=10, nan_step=nan_step,
+                                runner=runner)
+  # The estimator runner sees the NaN weights first when saving at step 30.
+  expected = rf'(Loss is nan|Variables became NaN or Inf) at step {nan_step}\b'
   with pytest.raises(nonfinite.NonFiniteLossError, match=expected) as raised:
-    controller.run(runner, params)
+    controller.run(runners.make_runner(params, _nan_from_step_model_fn,
+                                       tfrecord.input_fn), params)
   latest = tf.train.latest_checkpoint(model_dir)
   assert latest.endswith('model.ckpt-20')
   assert latest in str(raised.value)
@@ -67,3 +70,12 @@ def test_check_loss_and_variables():
   with pytest.raises(nonfinite.NonFiniteLossError, match=r'step 9 \(b, c\)'):
     nonfinite.check_variables({'a': True, 'c': False, 'b': False}, 9,
                               '/nonexistent')
+
+
+def test_check_losses_names_the_first_bad_step():
+  nonfinite.check_losses([1.0, 2.0], 10, '/nonexistent')
+  with pytest.raises(nonfinite.NonFiniteLossError, match=r'nan at step 9:'):
+    nonfinite.check_losses([1.0, np.nan, np.inf], 10, '/x')  # Steps 8-10.
+  nonfinite.check_arrays({'step': np.int64(3), 'w': np.ones(3)}, 3, '/x')
+  with pytest.raises(nonfinite.NonFiniteLossError, match=r'\(w\)'):
+    nonfinite.check_arrays({'w': np.array([1.0, np.inf])}, 3, '/x')

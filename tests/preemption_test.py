@@ -23,10 +23,13 @@ def test_sigterm_sets_the_flag_instead_of_killing():
     assert not preemption.requested()  # Each run starts clear.
 
 
-@testutil.requires_estimator
-def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path):
+@pytest.mark.parametrize('runner', [
+    pytest.param('estimator', marks=testutil.requires_estimator), 'tf2'])
+def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,
+                                                                runner):
   model_dir = str(tmp_path / 'model')
   common = [f'--model_dir={model_dir}', '--mode=train', '--mlp_hidden_units=8',
+            f'--runner={runner}',
             '--train_batch_size=32', '--iterations_per_loop=10',
             '--save_checkpoints_steps=100000']
   log = str(tmp_path / 'first.log')

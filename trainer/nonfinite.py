@@ -41,3 +41,21 @@ def check_variables(finite_by_name, step, model_dir):
         f'Variables became NaN or Inf at step {step} ({", ".join(bad[:10])}'
         f'{" ..." if len(bad) > 10 else ""}): not saving them; '
         f'{_latest(model_dir)}.')
+
+
+def check_losses(losses, last_step, model_dir):
+  """check_loss on per-step `losses` of the steps ending at `last_step`."""
+  losses = np.asarray(losses, dtype=np.float64).reshape(-1)
+  bad = np.flatnonzero(~np.isfinite(losses))
+  if bad.size:
+    first = int(bad[0])
+    check_loss(losses[first], last_step - losses.size + first + 1, model_dir)
+
+
+def check_arrays(arrays_by_name, step, model_dir):
+  """check_variables on {name: numpy value}; non-float values are skipped."""
+  check_variables(
+      {name: bool(np.isfinite(value).all())
+       for name, value in arrays_by_name.items()
+       if np.issubdtype(np.asarray(value).dtype, np.floating)},
+      step, model_dir)

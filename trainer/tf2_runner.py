@@ -29,6 +29,8 @@ from trainer import export as export_lib
 from trainer import host_graph
 from trainer import model_fn_adapter
 from trainer import name_checkpoints
+from trainer import nonfinite
+from trainer import preemption
 from trainer import progress
 from trainer import strategy as strategy_lib
 from trainer import tf_private
@@ -233,7 +235,11 @@ class Tf2Runner:
               next_save - step)
       losses = self.train_steps(n)
       step = self.global_step()
-      if step % every == 0 or step >= to_step:
+      nonfinite.check_losses(losses, step, self._params['model_dir'])
+      stop = preemption.requested()  # SIGTERM: save now, return.
+      if step % every == 0 or step >= to_step or stop:
+        nonfinite.check_arrays(self.variables(), step,
+                               self._params['model_dir'])
         self._checkpoints.save(step)
       now = time.monotonic()
       if step - last_step >= self._params['iterations_per_loop'] or (
@@ -243,6 +249,8 @@ class Tf2Runner:
             losses[-1], self._params['train_steps'] - step)
         logging.info('%s', progress.format_line('train', step, values))
         last_time, last_step = now, step
+      if stop:
+        break
     if self._host_graph is not None:
       self._host_graph.flush()
 
