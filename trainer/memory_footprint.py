@@ -5,8 +5,9 @@ sums static tensor sizes (elements x dtype size, so bfloat16 counts 2 bytes):
 
   parameter_bytes   model variables (trainable and batch-norm statistics)
   optimizer_bytes   optimizer slots and accumulators (e.g. Adam m, v)
-  gradient_bytes    one gradient per trainable variable; twice that with
-                    --slice=batch (running sum + current micro-batch)
+  gradient_bytes    gradients live at once: XLA applies each variable's
+                    update as soon as its gradient is ready, so the largest
+                    gradient; with --slice=batch plus the running sums of all
   input_bytes       the per-core batch of images and labels
   activation_bytes  forward tensors the backward pass reads (kept for it),
                     traced through casts/reshapes to the tensor actually
@@ -242,7 +243,9 @@ def footprint(model_fn, params):
             graph.get_tensor_by_name('labels:0')]
   batch_sliced = params.get('num_slices', 1) > 1 and (
       params.get('slice') == 'batch')
-  gradient = _variable_bytes(trainable) * (2 if batch_sliced else 1)
+  gradient = max(_variable_bytes([v]) for v in trainable)
+  if batch_sliced:
+    gradient += _variable_bytes(trainable)
   counted = set(kept) | {t.name for t in inputs} | _variable_gradients(walk)
   return Footprint(
       per_core_batch=per_core_batch(params),
