@@ -68,11 +68,10 @@ def describe(scans):
   for s in scans:
     if s.error is None:
       continue
-    where = f' at byte {s.offset}' if s.offset is not None else ''
-    lost = (f'; skipping drops its last {s.bytes_skipped} bytes'
+    lost = (f'; skipping drops the last {s.bytes_skipped} bytes of the file'
             if s.bytes_skipped is not None else '')
     lines.append(f'  {s.path}: {s.error} ({s.records} good records before '
-                 f'it{where}{lost})')
+                 f'it{lost})')
   return lines
 
 
