@@ -14,6 +14,7 @@ sums static tensor sizes (elements x dtype size, so bfloat16 counts 2 bytes):
                     stored and excluding parameter-derived tensors; with
                     --slice=batch, the largest micro-batch's
   transient_bytes   the largest working set of a single op beyond the above
+                    (an elementwise op's result may reuse an operand buffer)
   peak_bytes        their sum: the step's peak, assuming variables are updated
                     in place (as TPU and XLA do)
 """
@@ -32,6 +33,8 @@ _PASS_THROUGH = frozenset(('Identity', 'Cast', 'Reshape', 'ExpandDims',
 # Ops that read only the shape of their input.
 _SHAPE_ONLY = frozenset(('Shape', 'ShapeN', 'Size', 'Rank', 'ZerosLike',
                          'OnesLike'))
+# Elementwise ops whose result can take an operand's buffer.
+_IN_PLACE = frozenset(('AddV2', 'Add', 'Sub', 'Mul', 'ReluGrad'))
 # Slicing ops -> index of the sliced input.
 _SLICES = {'Split': 1, 'SplitV': 0, 'Slice': 0, 'StridedSlice': 0}
 # Ops that sum or assemble variable gradients (accumulation, slices).
@@ -199,7 +202,11 @@ def _transient_bytes(walk, counted):
     if (op.type in _PASS_THROUGH or op.type in _SHAPE_ONLY or
         op.type in _SLICES or op.type in ('Placeholder', 'IdentityN')):
       continue
-    tensors = {t.name: t for t in list(op.inputs) + list(op.outputs)
+    outputs = list(op.outputs)
+    if op.type in _IN_PLACE and any(
+        t.shape == outputs[0].shape for t in op.inputs):
+      outputs = []  # XLA writes the result over a dying operand.
+    tensors = {t.name: t for t in list(op.inputs) + outputs
                if t.dtype != tf.resource and t.shape.is_fully_defined()}
     size = sum(tensor_bytes(t) for name, t in tensors.items()
                if name not in counted and
