@@ -14,15 +14,18 @@ and, by running a smaller wide MLP on this CPU (float32):
 """
 
 import statistics
+import tempfile
 import time
 
+from absl import flags
 import tensorflow as tf
 
+import flags as trainer_flags
 from model_fn import models
 from model_fn.spec import ModeKeys
 from trainer import memory_footprint
 from trainer import memory_xla
-from tests import testutil
+from trainer import params as params_lib
 
 K = 4
 RESNET50 = dict(model='resnet', resnet_depth=50, resnet_stem='imagenet',
@@ -35,10 +38,27 @@ MANY_CLASSES = dict(model='mlp', mlp_hidden_units=[512], num_classes=65536,
 CPU_MLP = dict(model='mlp', mlp_hidden_units=[2048], num_classes=2048,
                optimizer='momentum', train_batch_size=512, num_cores=1)
 TIMED_STEPS = 10
+_MODEL_DIR = tempfile.mkdtemp(prefix='bench-memory-')  # Never written.
+
+
+def _args(config, **overrides):
+  """Trainer command-line flags for config + overrides."""
+  def value(v):
+    return ','.join(map(str, v)) if isinstance(v, list) else v
+  return [f'--{k}={value(v)}' for k, v in dict(config, **overrides).items()]
+
+
+def _params(config, **overrides):
+  """Validated params, parsed from flags as trainer.main would."""
+  flag_values = flags.FlagValues()
+  trainer_flags.define_flags(flag_values)
+  flag_values(['bench', f'--model_dir={_MODEL_DIR}'] +
+              _args(config, **overrides))
+  return params_lib.params_from_flags(flag_values)
 
 
 def _footprint(config, **overrides):
-  params = testutil.base_params(**dict(config, **overrides))
+  params = _params(config, **overrides)
   return memory_footprint.footprint(models.MODEL_FNS[params['model']], params)
 
 
@@ -95,16 +115,8 @@ def cpu_figures(config):
   base_ms = base_xla = None
   for mode in (None, 'batch', 'dense', 'logits'):
     overrides = dict(num_slices=K, slice=mode) if mode else {}
-    params = testutil.base_params(**dict(config, **overrides))
-    ms = _step_ms(params)
-    args = [f'--model={config["model"]}',
-            f'--mlp_hidden_units={config["mlp_hidden_units"][0]}',
-            f'--num_classes={config["num_classes"]}',
-            f'--optimizer={config["optimizer"]}',
-            f'--train_batch_size={config["train_batch_size"]}',
-            '--num_cores=1'] + ([f'--num_slices={K}', f'--slice={mode}']
-                                if mode else [])
-    xla = memory_xla.measure(args)['total_bytes']
+    ms = _step_ms(_params(config, **overrides))
+    xla = memory_xla.measure(_args(config, **overrides))['total_bytes']
     report = _footprint(config, **overrides).peak_bytes
     base_ms, base_xla = base_ms or ms, base_xla or xla
     print(f'  {mode or "unsliced":8}: {ms:7.1f} ms/step ({ms / base_ms:.2f}x)'

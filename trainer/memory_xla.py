@@ -110,6 +110,8 @@ def main(argv):
                          '--xla_dump_hlo_as_text" (or call measure()).')
   from trainer import registry  # pylint: disable=g-import-not-at-top
   params = params_lib.params_from_flags(flags.FLAGS)
+  if not flags.FLAGS.model_dir:  # Nothing is written; drop the default one.
+    os.rmdir(params['model_dir'])
   loss = run_one_step(registry.resolve_model_fn(params['model']), params)
   print(json.dumps(dict(largest_module(dump_dir), loss=loss)))
 
