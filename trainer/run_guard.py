@@ -10,6 +10,7 @@ from trainer import checkpoint_recovery
 from trainer import model_dir_lock
 from trainer import preemption
 from trainer import run_fingerprint
+from trainer import strategy as strategy_lib
 
 TRAINING_MODES = ('train', 'train_and_evaluate')
 _SPLITS = {  # mode -> splits read, as tfrecord's `training` argument.
@@ -44,7 +45,8 @@ def guarded(params):
   """Runs the block as the one trainer of params['model_dir'] (training
   modes) after checking the configuration stored there."""
   with tfrecord.naming_corrupt_files(params, splits(params)):
-    if params['mode'] not in TRAINING_MODES:
+    if params['mode'] not in TRAINING_MODES or not (
+        strategy_lib.is_chief_task()):  # Multi-worker: the chief guards.
       run_fingerprint.check(params, training=False)
       yield
       return

@@ -50,6 +50,23 @@ def cluster_workers(tf_config=None):
   return len(cluster.get('chief', [])) + len(cluster.get('worker', []))
 
 
+def is_chief_task(tf_config=None):
+  """True unless TF_CONFIG names this process a non-chief task of a cluster.
+
+  The chief is task 'chief', or 'worker' 0 when the cluster has no chief.
+  Reads only the environment, so it works before TensorFlow starts.
+  """
+  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+  if cluster_workers(raw) <= 1:
+    return True
+  config = json.loads(raw)
+  task = config.get('task', {})
+  kind, index = task.get('type'), int(task.get('index', 0))
+  if kind == 'chief':
+    return True
+  return kind == 'worker' and index == 0 and not config['cluster'].get('chief')
+
+
 def make_strategy(params):
   """(strategy, kind) for params; kind names the choice for logs and tests."""
   if params['use_tpu']:
@@ -77,21 +94,9 @@ def supports_jit(kind):
   return kind == 'default'
 
 
-def is_chief(strategy):
-  """True on the task that writes checkpoints and summaries into model_dir."""
-  resolver = getattr(strategy, 'cluster_resolver', None)
-  if resolver is None or not resolver.task_type:
-    return True
-  if resolver.task_type == 'chief':
-    return True
-  has_chief = 'chief' in resolver.cluster_spec().as_dict()
-  return resolver.task_type == 'worker' and resolver.task_id == 0 and (
-      not has_chief)
-
-
-def task_index(strategy):
-  """This task's position among the workers (0 without a cluster)."""
-  resolver = getattr(strategy, 'cluster_resolver', None)
-  if resolver is None or resolver.task_id is None:
+def task_index(tf_config=None):
+  """This task's index in TF_CONFIG (0 without a cluster)."""
+  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+  if not raw:
     return 0
-  return int(resolver.task_id)
+  return int(json.loads(raw).get('task', {}).get('index', 0))

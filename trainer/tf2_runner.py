@@ -68,9 +68,9 @@ class Tf2Runner:
         raise ValueError(f'--{key}={params[key]} must be divisible by the '
                          f'{self.num_replicas} replicas of the tf2 runner.')
     self.model_dir = params['model_dir']
-    if not strategy_lib.is_chief(self.strategy):
-      self.model_dir = os.path.join(
-          params['model_dir'], f'worker-{strategy_lib.task_index(self.strategy)}')
+    if not strategy_lib.is_chief_task():  # Keeps its own copy, apart.
+      self.model_dir = os.path.join(params['model_dir'],
+                                    f'worker-{strategy_lib.task_index()}')
     with self.strategy.scope():
       self.module = model_fn_adapter.ModelFnModule(model_fn)
     self._model_fn = model_fn

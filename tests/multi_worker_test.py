@@ -1,0 +1,89 @@
+"""Two worker processes on 127.0.0.1 under MultiWorkerMirroredStrategy."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from tests import testutil
+
+# An input_fn that records which training files its pipeline reads, then
+# reads them through the built-in TFRecord input_fn.
+SHARD_INPUT = '''
+import json, os
+from input_fn import sharding, tfrecord
+
+def input_fn(params):
+  if params['mode'] == 'train':
+    num, index = sharding.input_shard(params)
+    files = tfrecord.list_files(params, True)[index::num]
+    path = os.path.join(os.environ['SHARD_LOG_DIR'], f'shard-{index}-of-{num}.json')
+    with open(path, 'w') as f:
+      json.dump([os.path.basename(p) for p in files], f)
+  return tfrecord.input_fn(params)
+'''
+
+
+def _free_ports(count):
+  sockets = [socket.socket() for _ in range(count)]
+  for s in sockets:
+    s.bind(('127.0.0.1', 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def _weights(model_dir):
+  path = tf.train.latest_checkpoint(model_dir)
+  reader = tf.train.load_checkpoint(path)
+  return {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(path)}
+
+
+def test_two_workers_read_own_shards_and_end_identical(tmp_path):
+  (tmp_path / 'shard_input.py').write_text(SHARD_INPUT)
+  model_dir = tmp_path / 'model'
+  cluster = {'worker': [f'127.0.0.1:{p}' for p in _free_ports(2)]}
+  workers = []
+  for index in range(2):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', SHARD_LOG_DIR=str(tmp_path),
+               PYTHONPATH=str(tmp_path), TF_CONFIG=json.dumps(
+                   {'cluster': cluster,
+                    'task': {'type': 'worker', 'index': index}}))
+    workers.append(subprocess.Popen(
+        [sys.executable, '-m', 'trainer.main', '--runner=tf2', '--mode=train',
+         '--train_steps=10', '--iterations_per_loop=5', '--num_cores=1',
+         '--train_batch_size=32', '--augmentation=none',
+         '--input=shard_input:input_fn', f'--model_dir={model_dir}'],
+        cwd=testutil.REPO_ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True))
+  outputs = []
+  try:
+    for worker in workers:
+      outputs.append(worker.communicate(timeout=300))
+  finally:
+    for worker in workers:
+      if worker.poll() is None:
+        worker.kill()
+  for worker, (out, err) in zip(workers, outputs):
+    assert worker.returncode == 0, err[-3000:]
+    assert 'global_step: 10' in out
+    assert 'multi_worker_mirrored strategy, 2 replica(s)' in err
+
+  shards = [json.loads((tmp_path / f'shard-{i}-of-2.json').read_text())
+            for i in range(2)]
+  assert shards[0] and shards[1]
+  assert not set(shards[0]) & set(shards[1])
+  assert sorted(shards[0] + shards[1]) == [
+      f'train-0000{i}-of-00004' for i in range(4)]
+
+  chief = _weights(str(model_dir))
+  other = _weights(str(model_dir / 'worker-1'))
+  assert chief['global_step'] == other['global_step'] == 10
+  assert chief.keys() == other.keys()
+  for name in chief:
+    np.testing.assert_array_equal(chief[name], other[name], err_msg=name)
