@@ -56,8 +56,9 @@ def input_fn(params):
 
   params: batch_size (this pipeline's batch), mode (train|eval|infer),
   data_dir, image_size, image_channels, augmentation, cache, shuffle_buffer,
-  seed, precision, skip_corrupt_records, context (optional). Training data is shuffled and repeats;
-  batches have a static size (drop_remainder) except in prediction.
+  seed, precision, skip_corrupt_records, context (optional). Training data
+  is shuffled and repeats; batches have a static size (drop_remainder)
+  except in prediction.
   """
   training = is_training(params)
   files = list_files(params, training)

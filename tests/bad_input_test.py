@@ -139,17 +139,13 @@ def test_main_with_skip_corrupt_records_trains_and_reports(tmp_path):
 # Records of the wrong shape or dtype.
 
 def _example(**override):
-  feature = {
-      feature_lib.ENCODED: feature_lib._bytes(bytes(28 * 28)),  # pylint: disable=protected-access
-      feature_lib.FORMAT: feature_lib._bytes(feature_lib.RAW),  # pylint: disable=protected-access
-      feature_lib.HEIGHT: feature_lib._int64(28),  # pylint: disable=protected-access
-      feature_lib.WIDTH: feature_lib._int64(28),  # pylint: disable=protected-access
-      feature_lib.CHANNELS: feature_lib._int64(1),  # pylint: disable=protected-access
-      feature_lib.LABEL: feature_lib._int64(3),  # pylint: disable=protected-access
-  }
-  feature.update(override)
-  return tf.train.Example(features=tf.train.Features(
-      feature=feature)).SerializeToString()
+  """A good raw 28x28 example, with features replaced by `override`."""
+  example = tf.train.Example.FromString(feature_lib.make_example(
+      bytes(28 * 28), feature_lib.RAW, label=3, height=28, width=28,
+      channels=1))
+  for key, value in override.items():
+    example.features.feature[key].CopyFrom(value)
+  return example.SerializeToString()
 
 
 @pytest.mark.parametrize('feature,value', [

@@ -51,7 +51,7 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,
         f'{seconds:.2f} s, checkpoint at step {stopped}')
   assert seconds < 30
   assert seen <= stopped < 100000
-  assert testutil.latest_step(model_dir) == stopped  # Not a save_checkpoints step.
+  assert testutil.latest_step(model_dir) == stopped  # Not a periodic save.
 
   resumed = testutil.run_main(common + [f'--train_steps={stopped + 20}'])
   assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -61,9 +61,9 @@ def test_sigkill_at_random_points_and_restart(tmp_path, runner):
     recovered = re.findall(r'(Removing .*|Checkpoint state .*)',
                            open(log).read())
     assert step >= latest, f'latest checkpoint went from {latest} to {step}'
-    print(f'run {kill}: resumed at {restored}, '
-          f'{"killed after %.2f s of training" % delay if kill < KILLS else "finished"}'
-          f', latest checkpoint {step}; recovery: {recovered or "none"}')
+    end = f'killed after {delay:.2f} s' if kill < KILLS else 'finished'
+    print(f'run {kill}: resumed at {restored}, {end}, latest checkpoint '
+          f'{step}; recovery: {recovered or "none"}')
     latest = step
   assert latest == TRAIN_STEPS
   state = tf.train.get_checkpoint_state(model_dir)

@@ -2,6 +2,9 @@
 
   python -m trainer.main                      # MLP on the embedded digits
   python -m trainer.main --tpu=$TPU_NAME --flagfile=configs/resnet50_imagenet.cfg
+
+Exit status: 0 done; 1 error, with a message saying what to fix; 143
+preempted by SIGTERM after writing a checkpoint (run it again to continue).
 """
 
 import logging as logging_lib
