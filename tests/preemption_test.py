@@ -58,3 +58,27 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,
   assert f'global_step: {stopped + 20}' in resumed.stdout
   assert f'Restoring parameters from {model_dir}/model.ckpt-{stopped}' in (
       resumed.stderr)
+
+
+@testutil.requires_estimator
+def test_estimator_hooks_stop_training_and_abort_evaluation():
+  from trainer import estimator_hooks  # pylint: disable=g-import-not-at-top
+
+  class Context:
+    stop_requested = False
+
+    def request_stop(self):
+      self.stop_requested = True
+
+  with preemption.handling_sigterm():
+    train_context, eval_context = Context(), Context()
+    estimator_hooks.StopOnSigtermHook('/m').after_run(train_context, None)
+    estimator_hooks.StopOnSigtermHook('/m', in_eval=True).before_run(
+        eval_context)
+    assert not train_context.stop_requested
+    preemption.request()
+    estimator_hooks.StopOnSigtermHook('/m').after_run(train_context, None)
+    assert train_context.stop_requested  # The saver hook saves at the end.
+    with pytest.raises(preemption.PreemptedError):  # No partial metrics.
+      estimator_hooks.StopOnSigtermHook('/m', in_eval=True).before_run(
+          eval_context)
