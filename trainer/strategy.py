@@ -76,8 +76,10 @@ def make_strategy(params):
     return tf.distribute.TPUStrategy(resolver), 'tpu'
   if cluster_workers() > 1:
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'
-  split_cpu(params.get('num_cpu_devices', 1))
-  devices = tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU')
+  num_cpu = params.get('num_cpu_devices', 1)
+  split_cpu(num_cpu)
+  devices = (tf.config.list_logical_devices('GPU') or
+             tf.config.list_logical_devices('CPU')[:num_cpu])
   if len(devices) > 1:
     return (tf.distribute.MirroredStrategy([d.name for d in devices]),
             'mirrored')

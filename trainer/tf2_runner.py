@@ -135,6 +135,10 @@ class Tf2Runner:
         names, self.model_dir, self._params['keep_checkpoint_max'],
         self.strategy)
 
+  def save_checkpoint(self):
+    """Writes model_dir/model.ckpt-STEP now; returns its prefix."""
+    return self._checkpoints.save(self.global_step())
+
   def global_step(self):
     variable = self.module.variables_by_name().get('global_step')
     if variable is not None:
