@@ -13,6 +13,7 @@ from model_fn import models
 from model_fn import warm_start
 from model_fn.spec import ModeKeys
 from trainer import model_dir_lock
+from trainer import params as params_lib
 from trainer import run_fingerprint
 from trainer import run_guard
 from trainer import runners
@@ -60,7 +61,6 @@ def test_no_files_names_the_pattern_before_any_graph(tmp_path):
     run_guard.check_inputs(params)
 
 
-@testutil.requires_estimator
 def test_main_refuses_missing_data_dir_and_writes_nothing(tmp_path):
   model_dir = tmp_path / 'model'
   result = testutil.run_main([f'--data_dir={tmp_path}/missing',
@@ -86,12 +86,12 @@ def test_scan_names_the_corrupt_file_and_offset(tmp_path):
   assert path in str(error) and 'corrupted record at' in str(error)
 
 
-@testutil.requires_estimator
 def test_training_on_a_corrupt_file_names_it(tmp_path):
   data_dir, path = _corrupt_copy(tmp_path)
   params = testutil.base_params(data_dir=data_dir,
                                 model_dir=str(tmp_path / 'model'),
-                                train_steps=200, shuffle_buffer=10)
+                                train_steps=200, shuffle_buffer=10,
+                                runner=params_lib.default_runner())
   with pytest.raises(corrupt_records.CorruptRecordError) as raised:
     with run_guard.guarded(params):
       runners.run(params)
@@ -123,7 +123,6 @@ def test_skip_corrupt_records_skips_and_counts(tmp_path):
   assert sum(len(labels) for _, labels in dataset) == readable
 
 
-@testutil.requires_estimator
 def test_main_with_skip_corrupt_records_trains_and_reports(tmp_path):
   data_dir, path = _corrupt_copy(tmp_path)
   result = testutil.run_main([
@@ -239,7 +238,6 @@ def test_model_dir_of_another_configuration_is_refused(tmp_path):
     run_fingerprint.check(first, training=True)
 
 
-@testutil.requires_estimator
 def test_main_refuses_model_dir_of_another_configuration(tmp_path):
   model_dir = str(tmp_path / 'model')
   common = [f'--model_dir={model_dir}', '--mode=train', '--train_steps=5']

@@ -61,7 +61,6 @@ def test_lock_of_a_sigkilled_process_does_not_block(tmp_path):
       assert json.load(f)['pid'] == os.getpid()
 
 
-@testutil.requires_estimator
 def test_second_trainer_refuses_and_touches_nothing(tmp_path):
   model_dir = str(tmp_path)
   holder = _holder(model_dir)
