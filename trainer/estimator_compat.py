@@ -9,6 +9,7 @@ changes nothing.
 """
 
 import collections
+import importlib
 import types
 
 from absl import logging
@@ -78,6 +79,9 @@ def install():
   Returns True if stand-ins were installed, False if Estimator is present.
   Idempotent; call it before importing model code.
   """
+  # tf.compat.v1 is loaded lazily: a later import (tf-keras does one) would
+  # replace an unloaded placeholder, and with it the names set here.
+  importlib.import_module('tensorflow.compat.v1')
   if getattr(tf.compat.v1, 'estimator', None) is not None:
     return False
   estimator = types.ModuleType('tensorflow.estimator')

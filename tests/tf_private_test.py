@@ -1,0 +1,67 @@
+"""trainer/tf_private.py, the one module on private TF APIs, on every lane."""
+
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tests import testutil
+from trainer import tf_private
+
+# Two replicas each add loss = w to a v1 SGD step with learning rate 1: the
+# summed gradient is 2 without the Estimator's loss scaling and 1 with it.
+LOSS_SCALING = '''
+import sys
+import tensorflow as tf
+from trainer import strategy as strategy_lib, tf_private
+strategy_lib.split_cpu(2)
+strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+for scaled in (False, True):
+  with strategy.scope():
+    w = tf.Variable(0.0)
+  def replica_step():
+    opt = tf.compat.v1.train.GradientDescentOptimizer(1.0)
+    opt.minimize(lambda: w * 1.0, var_list=[w])
+  step = tf.function(lambda: strategy.run(replica_step))
+  if scaled:
+    with tf_private.estimator_loss_scaling(strategy):
+      step()
+  else:
+    step()
+  print(f'scaled={scaled} w={float(w.numpy())}')
+'''
+
+
+def test_estimator_loss_scaling_averages_replica_gradients():
+  result = subprocess.run([sys.executable, '-c', LOSS_SCALING],
+                          cwd=testutil.REPO_ROOT, capture_output=True,
+                          text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'scaled=False w=-2.0' in result.stdout
+  assert 'scaled=True w=-1.0' in result.stdout
+
+
+def test_variable_store_decorator_reuses_get_variable():
+  decorator = tf_private.track_tf1_style_variables()
+
+  class Linear(tf.Module):
+
+    @decorator
+    def __call__(self, x):
+      with tf.compat.v1.variable_scope('linear'):
+        w = tf.compat.v1.get_variable('w', [2, 1])
+      return tf.matmul(x, w)
+
+  layer = Linear()
+  x = tf.ones([1, 2])
+  first, second = layer(x), tf.function(layer)(x)
+  assert [v.name for v in layer.variables] == ['linear/w:0']
+  assert float(first[0, 0]) == float(second[0, 0])
+
+
+def test_summary_writer_init_ops_of_a_graph_writer(tmp_path):
+  with tf.Graph().as_default():
+    assert not tf_private.summary_writer_init_ops()
+    tf.summary.create_file_writer(str(tmp_path))
+    ops = tf_private.summary_writer_init_ops()
+  assert len(ops) == 1 and ops[0].type == 'CreateSummaryFileWriter'
