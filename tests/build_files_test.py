@@ -25,7 +25,8 @@ import os
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-SKIP_DIRS = {'.git', '.venv', 'third_party', 'data', '__pycache__'}
+# Not Bazel packages: data, local Bazel stand-ins, scratch (.gitignore'd).
+SKIP_DIRS = {'data', 'third_party', 'tmp', '__pycache__'}
 PY_RULES = {'py_library', 'py_binary', 'py_test', 'py_pytest'}
 IMPLICIT_PYTEST_DEPS = ('__init__', 'conftest')
 PYTEST_MAIN = 'tools/python/pytest_main.py'  # main of every py_pytest
@@ -34,8 +35,9 @@ PYTEST_MAIN = 'tools/python/pytest_main.py'  # main of every py_pytest
 def _source_dirs():
   """Repository directories (relative) that hold .py files or a BUILD file."""
   for dirpath, dirnames, filenames in os.walk(REPO_ROOT):
-    dirnames[:] = sorted(d for d in dirnames
-                         if d not in SKIP_DIRS and not d.startswith(('.', 'bazel-')))
+    dirnames[:] = sorted(
+        d for d in dirnames
+        if d not in SKIP_DIRS and not d.startswith(('.', 'bazel-')))
     if 'BUILD' in filenames or any(f.endswith('.py') for f in filenames):
       package = os.path.relpath(dirpath, REPO_ROOT)
       yield '' if package == '.' else package
