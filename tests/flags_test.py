@@ -82,7 +82,7 @@ class ConfigFilesTest(absltest.TestCase):
 
   def test_every_config_parses_into_valid_params(self):
     config_dir = os.path.join(params_lib.REPO_ROOT, 'configs')
-    configs = sorted(os.listdir(config_dir))
+    configs = sorted(n for n in os.listdir(config_dir) if n.endswith('.cfg'))
     self.assertIn('resnet18_digits.cfg', configs)
     for name in configs:
       fv = parse(f'--flagfile={os.path.join(config_dir, name)}',
