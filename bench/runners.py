@@ -1,0 +1,135 @@
+"""Steps/s of one model_fn under the estimator runner, the tf2 runner, Keras.
+
+  python -m bench.runners                       # MLP 784-128-10, batch 128
+  python -m bench.runners --input=synthetic     # no host input work
+
+Runs, in one process, the same built-in model_fn under TPUEstimator
+(use_tpu=False) and under the tf2 runner, and a Keras `model.fit` of the same
+network (Dense 128 relu, Dense 10, Adam, jit_compile,
+steps_per_execution = iterations_per_loop). Each is timed after a warm-up of
+one loop (graph building and compilation excluded), over --steps steps, and
+the ratios are printed with the goals: tf2 >= 1.5x estimator, >= 1.0x Keras.
+"""
+
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+import flags as trainer_flags
+from trainer import estimator_compat
+from trainer import params as params_lib
+from trainer import registry
+from trainer import runners
+
+FLAGS = flags.FLAGS
+
+
+class _Clock(tf.compat.v1.train.SessionRunHook):
+  """Times the Estimator's steps after the first `warmup` ones."""
+
+  def __init__(self, warmup):
+    self._warmup = warmup
+    self._steps = 0
+    self.start = self.end = None
+    self.timed_steps = 0
+
+  def after_run(self, run_context, run_values):
+    self._steps += 1
+    if self._steps == self._warmup:
+      self.start = time.perf_counter()
+    elif self._steps > self._warmup:
+      self.end = time.perf_counter()
+      self.timed_steps = self._steps - self._warmup
+
+
+def _params(**overrides):
+  params = params_lib.params_from_flags(FLAGS)
+  params.update(model_dir=tempfile.mkdtemp(prefix='bench-runners-'),
+                mode='train', save_checkpoints_steps=10**9, **overrides)
+  return params
+
+
+def estimator_steps_per_sec(steps):
+  """Steady-state steps/s of TPUEstimator.train (one train call)."""
+  loop = FLAGS.iterations_per_loop
+  params = _params(runner='estimator', train_steps=steps + loop)
+  model_fn = registry.resolve_model_fn(params['model'])
+  input_fn = registry.resolve_input_fn(params['input'])
+  runner = runners.make_runner(params, model_fn, input_fn)
+  clock = _Clock(warmup=loop)
+
+  def train_input_fn(params):  # TPUEstimator wants the name `params`.
+    return input_fn(dict(params, mode='train'))
+
+  runner.estimator.train(train_input_fn, max_steps=steps + loop,
+                         hooks=[clock])
+  return clock.timed_steps / (clock.end - clock.start)
+
+
+def tf2_steps_per_sec(steps):
+  """Steps/s of Tf2Runner.train_steps after one warm-up loop."""
+  loop = FLAGS.iterations_per_loop
+  params = _params(runner='tf2', train_steps=steps + loop)
+  runner = runners.make_runner(params, registry.resolve_model_fn(
+      params['model']), registry.resolve_input_fn(params['input']))
+  runner.train_steps(loop)
+  start = time.perf_counter()
+  runner.train_steps(steps)
+  return steps / (time.perf_counter() - start)
+
+
+def keras_steps_per_sec(steps):
+  """Steps/s of Keras model.fit on the same network and input."""
+  loop = FLAGS.iterations_per_loop
+  params = _params(runner='tf2')
+  input_fn = registry.resolve_input_fn(params['input'])
+  dataset = input_fn(dict(params, mode='train',
+                          batch_size=params['train_batch_size']))
+  dataset = dataset.map(lambda features, labels: (features['image'], labels))
+  keras = tf.keras
+  layers = [keras.layers.Flatten()]
+  layers += [keras.layers.Dense(int(u), activation='relu')
+             for u in params['mlp_hidden_units']]
+  layers += [keras.layers.Dense(params['num_classes'])]
+  model = keras.Sequential(layers)
+  model.compile(
+      optimizer=keras.optimizers.Adam(params['learning_rate']),
+      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      jit_compile=True, steps_per_execution=loop)
+  model.fit(dataset, epochs=1, steps_per_epoch=loop, verbose=0)
+  start = time.perf_counter()
+  model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
+  return steps / (time.perf_counter() - start)
+
+
+def main(argv):
+  del argv
+  steps = FLAGS.steps
+  results = {}
+  if estimator_compat.has_estimator():
+    results['estimator'] = estimator_steps_per_sec(steps)
+  results['tf2'] = tf2_steps_per_sec(steps)
+  results['keras_fit'] = keras_steps_per_sec(steps)
+  print(f'model {FLAGS.model}, batch {FLAGS.train_batch_size}, '
+        f'iterations_per_loop {FLAGS.iterations_per_loop}, {steps} timed '
+        f'steps, input {FLAGS.input}, TF {tf.__version__}')
+  print(f'{"runner":<10} {"steps/s":>9} {"ms/step":>8}')
+  for name, rate in results.items():
+    print(f'{name:<10} {rate:9.1f} {1000.0 / rate:8.3f}')
+  if 'estimator' in results:
+    print(f'tf2 / estimator: {results["tf2"] / results["estimator"]:.2f}x '
+          '(goal >= 1.5x)')
+  print(f'tf2 / keras_fit: {results["tf2"] / results["keras_fit"]:.2f}x '
+        '(goal >= 1.0x)')
+
+
+if __name__ == '__main__':
+  trainer_flags.define_flags()
+  flags.DEFINE_integer('steps', 1000, 'Timed steps per runner.', lower_bound=1)
+  FLAGS.set_default('augmentation', 'none')
+  FLAGS.set_default('cache', True)
+  FLAGS.set_default('num_cores', 1)
+  app.run(main)
