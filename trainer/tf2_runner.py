@@ -59,7 +59,8 @@ class Tf2Runner:
     self._input_fn = input_fn
     tf.random.set_seed(params['seed'])
     self.strategy, self.strategy_kind = strategy_lib.make_strategy(params)
-    self.jit = strategy_lib.supports_jit(self.strategy_kind)
+    self.jit = strategy_lib.supports_jit(self.strategy_kind) and params.get(
+        'jit_compile', True)
     self.num_replicas = self.strategy.num_replicas_in_sync
     logging.info('tf2 runner: %s strategy, %d replica(s), jit_compile=%s.',
                  self.strategy_kind, self.num_replicas, self.jit)
@@ -204,10 +205,10 @@ class Tf2Runner:
       specs = tf.nest.pack_sequence_as(
           tensors, [_spec_of(v[0]) for v in host_values])
       self._host_graph = host_graph.HostGraph(fn, specs)
+      self._host_step = self._host_graph.callable_for(
+          self._host_graph.outputs)
     for i in range(host_values[0].shape[0]):
-      values = tf.nest.pack_sequence_as(tensors, [v[i] for v in host_values])
-      self._host_graph.run(self._host_graph.outputs,
-                           self._host_graph.feed(values))
+      self._host_step(*[v[i] for v in host_values])
 
   def train_steps(self, num_steps):
     """Runs `num_steps` steps in loops of <= iterations_per_loop; losses."""
