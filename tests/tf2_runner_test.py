@@ -3,6 +3,7 @@
 import glob
 import os
 import re
+import socket
 import textwrap
 
 import numpy as np
@@ -166,3 +167,33 @@ def test_legacy_user_model_fn_via_main(tmp_path, num_cpu_devices):
   assert f'{strategy} strategy, {num_cpu_devices} replica(s)' in result.stderr
   names = {n for n, _ in tf.train.list_variables(str(tmp_path / 'model'))}
   assert {'linear/w', 'linear/w/Momentum', 'global_step'} <= names
+
+
+def test_resnet_bfloat16_batch_norm_on_two_replicas(tmp_path):
+  """UPDATE_OPS of batch norm run under MirroredStrategy; masters in f32."""
+  model_dir = tmp_path / 'model'
+  result = testutil.run_main(
+      ['--runner=tf2', '--num_cpu_devices=2', '--model=resnet',
+       '--resnet_depth=18', '--resnet_stem=small', '--precision=bfloat16',
+       '--mode=train', '--train_steps=2', '--iterations_per_loop=2',
+       '--train_batch_size=8', '--num_cores=1', f'--model_dir={model_dir}'])
+  assert result.returncode == 0, result.stderr[-3000:]
+  reader = tf.train.load_checkpoint(str(model_dir))
+  dtypes = reader.get_variable_to_dtype_map()
+  mean = 'resnet18/stem/batch_norm/moving_mean'
+  assert dtypes[mean] == tf.float32
+  assert dtypes['resnet18/stem/conv/kernel'] == tf.float32
+  assert np.any(reader.get_tensor(mean) != 0.0)  # Updated from zeros.
+  assert reader.get_tensor('global_step') == 2
+
+
+def test_unreachable_tpu_fails_fast_naming_the_flag(tmp_path):
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+  result = testutil.run_main(
+      ['--runner=tf2', f'--tpu=grpc://127.0.0.1:{port}', '--mode=train',
+       '--train_steps=1', f'--model_dir={tmp_path / "model"}'], timeout=300)
+  assert result.returncode != 0
+  assert f'--tpu=grpc://127.0.0.1:{port}' in result.stderr
+  assert 'not reachable' in result.stderr
