@@ -24,6 +24,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from input_fn import preprocessing
 from trainer import estimator_compat
 from trainer import export as export_lib
 from trainer import host_graph
@@ -81,6 +82,7 @@ class Tf2Runner:
     self._host_call = None  # (fn, specs) recorded while tracing.
     self._host_graph = None
     self._scaffold_fn = None
+    self._metric_fn = None  # (metric_fn, tensors) recorded while tracing.
 
   # -- params and input ---------------------------------------------------
 
@@ -372,7 +374,7 @@ class Tf2Runner:
 
     def serve(image_bytes):
       images = tf.map_fn(
-          lambda e: export_lib.preprocessing.serving_preprocess(e, params),
+          lambda e: preprocessing.serving_preprocess(e, params),
           image_bytes, fn_output_signature=tf.float32)
       spec = module({'image': images}, None, ModeKeys.PREDICT, params)
       predictions = spec.predictions
