@@ -48,6 +48,11 @@ def _features_labels(element):
   return element, None
 
 
+def _plain(fn):
+  """fn exempt from AutoGraph: model_fns run as plain Python, as in TF1."""
+  return tf.autograph.experimental.do_not_convert(fn)
+
+
 def _spec_of(array):
   return tf.TensorSpec([None] + list(array.shape[1:]), array.dtype)
 
@@ -170,34 +175,38 @@ class Tf2Runner:
   def _build_train(self):
     """Traces the step once (creating variables), then the loop function."""
     self._train_iterator = iter(self._dataset(ModeKeys.TRAIN))
-    step = self._replica_train_step
+    step = _plain(self._replica_train_step)
     if self.jit:
-      step = tf.function(step, jit_compile=True)
+      step = tf.function(step, jit_compile=True, autograph=False)
 
     def run_step(iterator):
       return self.strategy.run(step, args=_features_labels(next(iterator)))
 
     with self.strategy.scope(), self.module.creation_scope(), (
         tf_private.estimator_loss_scaling(self.strategy)):
-      tf.function(run_step).get_concrete_function(self._train_iterator)
+      tf.function(run_step, autograph=False).get_concrete_function(
+          self._train_iterator)
     self._after_build()
 
     strategy = self.strategy
+    host_dtypes = [t.dtype for t in tf.nest.flatten(self._host_call[1])
+                   ] if self._host_call else []
 
-    @tf.function
     def train_loop(iterator, steps):
-      losses = tf.TensorArray(tf.float32, size=steps)
-      host = tuple(tf.TensorArray(t.dtype, size=steps)
-                   for t in tf.nest.flatten(self._host_call[1])
-                   ) if self._host_call else ()
-      for i in tf.range(steps):
+      def body(i, losses, host):
         loss, host_tensors = run_step(iterator)
         losses = losses.write(i, strategy.reduce(_MEAN, loss, axis=None))
         host = tuple(array.write(i, strategy.gather(t, axis=0))
                      for array, t in zip(host, host_tensors))
+        return i + 1, losses, host
+
+      _, losses, host = tf.while_loop(
+          lambda i, *_: i < steps, body,
+          (tf.constant(0), tf.TensorArray(tf.float32, size=steps),
+           tuple(tf.TensorArray(d, size=steps) for d in host_dtypes)))
       return losses.stack(), tuple(array.stack() for array in host)
 
-    self._train_loop = train_loop
+    self._train_loop = tf.function(train_loop, autograph=False)
 
   def _run_host_calls(self, host_values):
     if not self._host_call or not host_values:
@@ -276,7 +285,7 @@ class Tf2Runner:
 
     def fn(element):
       features, labels = _features_labels(element)
-      outputs = strategy.run(replica_fn, args=(features, labels))
+      outputs = strategy.run(_plain(replica_fn), args=(features, labels))
 
       def combine(value):  # Scalars (the loss) are averaged, others gathered.
         if strategy.experimental_local_results(value)[0].shape.rank:
@@ -285,7 +294,7 @@ class Tf2Runner:
 
       return tf.nest.map_structure(combine, outputs)
 
-    return tf.function(fn)
+    return tf.function(fn, autograph=False)
 
   def _first_call(self, fn, element):
     """Calls fn on the first element, creating variables, then restores."""
@@ -382,7 +391,7 @@ class Tf2Runner:
         predictions = {'output': predictions}
       return predictions
 
-    serve = tf.function(serve, input_signature=[
+    serve = tf.function(serve, autograph=False, input_signature=[
         tf.TensorSpec([None], tf.string, name=export_lib.SERVING_INPUT_KEY)])
     with module.creation_scope():
       serve.get_concrete_function()
