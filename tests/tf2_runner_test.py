@@ -197,3 +197,17 @@ def test_unreachable_tpu_fails_fast_naming_the_flag(tmp_path):
   assert result.returncode != 0
   assert f'--tpu=grpc://127.0.0.1:{port}' in result.stderr
   assert 'not reachable' in result.stderr
+
+
+def test_train_after_evaluate_restores_optimizer_state(tmp_path):
+  _runner(tmp_path).train(10)
+  expected = _runner(tmp_path)
+  expected.train_steps(0)
+  want = expected.variables()
+  runner = _runner(tmp_path)
+  runner.evaluate(steps=1)  # Builds model variables only.
+  runner.train_steps(0)  # Builds slots and beta powers: from the checkpoint.
+  got = runner.variables()
+  assert got.keys() == want.keys() and 'mlp/logits/kernel/Adam' in got
+  for name in want:
+    np.testing.assert_array_equal(got[name], want[name], err_msg=name)

@@ -82,6 +82,7 @@ class Tf2Runner:
       self.module = model_fn_adapter.ModelFnModule(model_fn)
     self._model_fn = model_fn
     self._checkpoints = None
+    self._built_names = None
     self._train_iterator = None
     self._train_loop = None
     self._host_call = None  # (fn, specs) recorded while tracing.
@@ -124,24 +125,26 @@ class Tf2Runner:
             for name, v in self.module.variables_by_name().items()}
 
   def _after_build(self):
-    """Restores model_dir's checkpoint, or applies scaffold_fn when none."""
-    if self._checkpoints is None:
-      self._checkpoints = name_checkpoints.NameBasedCheckpoints(
-          self.module.variables_by_name(), self.model_dir,
-          self._params['keep_checkpoint_max'], self.strategy)
-      latest = tf.train.latest_checkpoint(self._params['model_dir'])
-      if latest:
-        self._checkpoints.restore(latest)
-      elif self._scaffold_fn is not None:
-        with self.strategy.scope():
-          self.module.run_in_variable_store(self._scaffold_fn)
-        logging.info('Initialised variables with the spec\'s scaffold_fn.')
-      return
-    # Variables made after the first build (e.g. train after evaluate).
+    """Initialises variables made by the latest trace.
+
+    From model_dir's latest checkpoint if there is one; otherwise, the first
+    time, with the spec's scaffold_fn (--init_checkpoint), as Estimator does.
+    """
     names = self.module.variables_by_name()
+    if self._checkpoints is not None and names.keys() == self._built_names:
+      return
+    first = self._checkpoints is None
+    self._built_names = names.keys()
     self._checkpoints = name_checkpoints.NameBasedCheckpoints(
         names, self.model_dir, self._params['keep_checkpoint_max'],
         self.strategy)
+    latest = tf.train.latest_checkpoint(self._params['model_dir'])
+    if latest:
+      self._checkpoints.restore(latest)
+    elif first and self._scaffold_fn is not None:
+      with self.strategy.scope():
+        self.module.run_in_variable_store(self._scaffold_fn)
+      logging.info('Initialised variables with the spec\'s scaffold_fn.')
 
   def save_checkpoint(self):
     """Writes model_dir/model.ckpt-STEP now; returns its prefix."""
@@ -300,12 +303,11 @@ class Tf2Runner:
     """Calls fn on the first element, creating variables, then restores."""
     with self.strategy.scope(), self.module.creation_scope():
       fn.get_concrete_function(element)
-    if self._checkpoints is None:
-      if tf.train.latest_checkpoint(self._params['model_dir']) is None and (
-          self._scaffold_fn is None):
-        raise ValueError(f'--model_dir={self._params["model_dir"]} has no '
-                         'checkpoint to evaluate or predict with.')
-      self._after_build()
+    if self._checkpoints is None and self._scaffold_fn is None and (
+        tf.train.latest_checkpoint(self._params['model_dir']) is None):
+      raise ValueError(f'--model_dir={self._params["model_dir"]} has no '
+                       'checkpoint to evaluate or predict with.')
+    self._after_build()
 
   def evaluate(self, steps):
     """{'loss', metric names..., 'global_step'} over `steps` batches."""
