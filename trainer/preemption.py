@@ -49,6 +49,7 @@ def handling_sigterm():
     yield
   finally:
     signal.signal(signal.SIGTERM, previous)
+    _requested.clear()  # Later runs in this process are not preempted.
 
 
 def raise_if_requested(step, model_dir):
