@@ -85,3 +85,49 @@ def latest_step(model_dir):
   if path is None:
     return None
   return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
+
+
+# A legacy model_fn as teams write them: TPUEstimatorSpec and ModeKeys from
+# tf itself, its own get_variable weights, optimizer and metric_fn.
+LEGACY_USER_MODULE = '''
+import tensorflow as tf
+
+def model_fn(features, labels, mode, params):
+  x = tf.reshape(features['image'], [-1, 28 * 28])
+  w = tf.compat.v1.get_variable('linear/w', [784, 10])
+  b = tf.compat.v1.get_variable('linear/b', [10],
+                                initializer=tf.compat.v1.zeros_initializer())
+  logits = tf.matmul(x, w) + b
+  if mode == tf.estimator.ModeKeys.PREDICT:
+    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+        mode, predictions={'classes': tf.argmax(logits, 1)})
+  loss = tf.reduce_mean(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                     logits=logits))
+  if mode == tf.estimator.ModeKeys.EVAL:
+    def metric_fn(labels, logits):
+      return {'accuracy': tf.compat.v1.metrics.accuracy(
+          labels, tf.argmax(logits, 1))}
+    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+        mode, loss=loss, eval_metrics=(metric_fn, [labels, logits]))
+  optimizer = tf.compat.v1.train.MomentumOptimizer(0.1, 0.9)
+  if params['use_tpu']:
+    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
+  train_op = optimizer.minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode, loss=loss,
+                                                     train_op=train_op)
+
+def input_fn(params):
+  images = tf.random.stateless_uniform([params['batch_size'], 28, 28, 1],
+                                       seed=[1, params['mode'] == 'train'])
+  labels = tf.cast(tf.reduce_sum(images, [1, 2, 3]) > 392.0, tf.int32)
+  dataset = tf.data.Dataset.from_tensors(({'image': images}, labels))
+  return dataset.repeat() if params['mode'] == 'train' else dataset
+'''
+
+
+def write_legacy_user_module(path):
+  """Writes LEGACY_USER_MODULE to `path` (a .py file outside the repo)."""
+  with open(path, 'w') as f:
+    f.write(LEGACY_USER_MODULE)

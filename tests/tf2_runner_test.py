@@ -4,7 +4,6 @@ import glob
 import os
 import re
 import socket
-import textwrap
 
 import numpy as np
 import pytest
@@ -117,41 +116,10 @@ def test_controller_train_and_evaluate(tmp_path):
     list(_runner(tmp_path / 'empty').predict())
 
 
-USER_MODULE = '''
-import tensorflow as tf
-
-def model_fn(features, labels, mode, params):
-  x = tf.reshape(features['image'], [-1, 28 * 28])
-  w = tf.compat.v1.get_variable('linear/w', [784, 10])
-  b = tf.compat.v1.get_variable('linear/b', [10],
-                                initializer=tf.compat.v1.zeros_initializer())
-  logits = tf.matmul(x, w) + b
-  if mode == tf.estimator.ModeKeys.PREDICT:
-    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
-        mode, predictions={'classes': tf.argmax(logits, 1)})
-  loss = tf.reduce_mean(
-      tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
-                                                     logits=logits))
-  if mode == tf.estimator.ModeKeys.EVAL:
-    def metric_fn(labels, logits):
-      return {'accuracy': tf.compat.v1.metrics.accuracy(
-          labels, tf.argmax(logits, 1))}
-    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
-        mode, loss=loss, eval_metrics=(metric_fn, [labels, logits]))
-  optimizer = tf.compat.v1.train.MomentumOptimizer(0.1, 0.9)
-  if params['use_tpu']:
-    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
-  train_op = optimizer.minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode, loss=loss,
-                                                     train_op=train_op)
-'''
-
-
 @pytest.mark.parametrize('num_cpu_devices', [1, 2])
 def test_legacy_user_model_fn_via_main(tmp_path, num_cpu_devices):
   """Written against tf.estimator names; runs unmodified on every TF."""
-  (tmp_path / 'legacy_model.py').write_text(textwrap.dedent(USER_MODULE))
+  testutil.write_legacy_user_module(tmp_path / 'legacy_model.py')
   result = testutil.run_main(
       ['--runner=tf2', f'--num_cpu_devices={num_cpu_devices}',
        '--model=legacy_model:model_fn', '--train_steps=20',
