@@ -97,6 +97,22 @@ def test_complete_checkpoint_missing_from_the_state_is_adopted(tmp_path):
   _assert_every_checkpoint_loads(model_dir)
 
 
+def test_adopting_a_checkpoint_keeps_keep_checkpoint_max(tmp_path):
+  model_dir = str(tmp_path)
+  _save_steps(model_dir, [10, 20, 30], max_to_keep=3)
+  state = (tmp_path / 'checkpoint').read_text()
+  _save_steps(model_dir, [40])  # Killed after the save, before the state:
+  (tmp_path / 'checkpoint').write_text(state)
+
+  checkpoint_recovery.recover(model_dir, max_to_keep=3)
+
+  state = tf.train.get_checkpoint_state(model_dir)
+  assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+      'model.ckpt-20', 'model.ckpt-30', 'model.ckpt-40']
+  assert not glob.glob(os.path.join(model_dir, 'model.ckpt-10.*'))
+  _assert_every_checkpoint_loads(model_dir)
+
+
 def test_clean_and_empty_directories_are_left_alone(tmp_path):
   assert checkpoint_recovery.recover(str(tmp_path / 'missing')) is None
   model_dir = str(tmp_path)

@@ -63,9 +63,14 @@ def _step(prefix):
   return int(match.group(1)) if match else -1
 
 
-def recover(model_dir):
+def recover(model_dir, max_to_keep=None):
   """Cleans up after an interrupted save; returns the newest complete
-  checkpoint (now the state's latest) or None. Call it holding the lock."""
+  checkpoint (now the state's latest) or None. Call it holding the lock.
+
+  When a complete checkpoint newer than the state's is adopted, the oldest
+  recorded ones beyond `max_to_keep` are deleted, as the interrupted Saver
+  would have done right after updating the state.
+  """
   if not tf.io.gfile.isdir(model_dir):
     return None
   names = [n.rstrip('/') for n in tf.io.gfile.listdir(model_dir)]
@@ -100,6 +105,13 @@ def recover(model_dir):
     logging.warning('Checkpoint state of %s named %s; resuming from the newest '
                     'complete checkpoint, %s.', model_dir, latest, newest)
     kept = [p for p in recorded if p in complete and p != newest] + [newest]
+    if max_to_keep and len(kept) > max_to_keep:
+      for prefix in kept[:-max_to_keep]:
+        logging.info('Deleting %s beyond keep_checkpoint_max=%d.', prefix,
+                     max_to_keep)
+        for name in by_prefix[prefix]:
+          _remove(_join(model_dir, name))
+      kept = kept[-max_to_keep:]
     tf.compat.v1.train.update_checkpoint_state(
         model_dir, newest, all_model_checkpoint_paths=kept)
   return _join(model_dir, newest)

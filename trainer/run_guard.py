@@ -53,6 +53,7 @@ def guarded(params):
     with model_dir_lock.locked(params['model_dir']):
       run_fingerprint.check(params, training=True,
                             overwrite=params.get('overwrite_model_dir', False))
-      checkpoint_recovery.recover(params['model_dir'])
+      checkpoint_recovery.recover(params['model_dir'],
+                                  params.get('keep_checkpoint_max'))
       with preemption.handling_sigterm():
         yield
