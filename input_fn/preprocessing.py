@@ -49,30 +49,38 @@ def _pad_crop(image, size, seed):
   pad = max(size // 8, 1)
   image = tf.image.resize_with_crop_or_pad(image, size + 2 * pad,
                                            size + 2 * pad)
-  return tf.image.random_crop(image, tf.stack([size, size, tf.shape(image)[-1]]),
-                              seed=seed)
+  return tf.image.stateless_random_crop(
+      image, tf.stack([size, size, tf.shape(image)[-1]]), seed=seed)
 
 
 def _inception_crop(image, seed):
   """Random area/aspect crop (Inception style) and a random left-right flip."""
+  crop_seed, flip_seed = tf.unstack(
+      tf.random.experimental.stateless_split(seed, num=2))
   bbox = tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
-  begin, crop_size, _ = tf.image.sample_distorted_bounding_box(
-      tf.shape(image), bounding_boxes=bbox, min_object_covered=0.1,
-      aspect_ratio_range=(3. / 4., 4. / 3.), area_range=(0.08, 1.0),
-      max_attempts=10, use_image_if_no_bounding_boxes=True, seed=seed)
+  begin, crop_size, _ = tf.image.stateless_sample_distorted_bounding_box(
+      tf.shape(image), bounding_boxes=bbox, seed=crop_seed,
+      min_object_covered=0.1, aspect_ratio_range=(3. / 4., 4. / 3.),
+      area_range=(0.08, 1.0), max_attempts=10,
+      use_image_if_no_bounding_boxes=True)
   image = tf.slice(image, begin, crop_size)
-  return tf.image.random_flip_left_right(image, seed=seed)
+  return tf.image.stateless_random_flip_left_right(image, seed=flip_seed)
 
 
-def preprocess(image, is_training, params):
+def preprocess(image, is_training, params, seed=None):
   """float32 [size, size, C] in [-1, 1] from a uint8 image of any size.
 
-  params: image_size, augmentation (none|pad_crop|inception_crop), seed.
+  params: image_size, augmentation (none|pad_crop|inception_crop).
+  `seed` (int [2]) drives the stateless augmentation ops, so a pipeline that
+  hands each example its own seed augments identically on every run,
+  whatever the thread order; training with augmentation requires it.
   Evaluation with inception_crop takes the central 87.5% first.
   """
   size = params['image_size']
   augmentation = params.get('augmentation', 'none')
-  seed = params.get('seed')
+  if is_training and augmentation != 'none' and seed is None:
+    raise ValueError(f'augmentation={augmentation!r} needs a per-example '
+                     'seed (see input_fn.tfrecord).')
   if is_training and augmentation == 'inception_crop':
     image = _inception_crop(image, seed)
   elif not is_training and augmentation == 'inception_crop':

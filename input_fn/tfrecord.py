@@ -31,11 +31,11 @@ def list_files(params, training):
   return files
 
 
-def parse_and_preprocess(record, training, params):
-  """(features, label) from one serialized example."""
+def parse_and_preprocess(record, training, params, seed=None):
+  """(features, label) from one serialized example; `seed` for augmentation."""
   parsed = tf.io.parse_single_example(record, feature_lib.FEATURE_SPEC)
   image = preprocessing.decode(parsed, params['image_channels'])
-  image = preprocessing.preprocess(image, training, params)
+  image = preprocessing.preprocess(image, training, params, seed)
   if params.get('precision') == 'bfloat16':
     image = tf.cast(image, tf.bfloat16)  # Halves host-to-device bytes.
   label = tf.cast(parsed[feature_lib.LABEL], tf.int32)
@@ -81,9 +81,18 @@ def input_fn(params):
   if training:
     dataset = dataset.shuffle(params.get('shuffle_buffer', 10000), seed=seed)
     dataset = dataset.repeat()
-  dataset = dataset.map(
-      lambda record: parse_and_preprocess(record, training, params),
-      num_parallel_calls=_AUTOTUNE, deterministic=True)
+  if training and params.get('augmentation', 'none') != 'none':
+    # One stateless seed per example: augmentation is reproducible for a
+    # given --seed, whatever order the parallel map's threads run in.
+    seeds = tf.data.Dataset.random(seed=seed).batch(2, drop_remainder=True)
+    dataset = tf.data.Dataset.zip((dataset, seeds)).map(
+        lambda record, example_seed: parse_and_preprocess(
+            record, training, params, example_seed),
+        num_parallel_calls=_AUTOTUNE, deterministic=True)
+  else:
+    dataset = dataset.map(
+        lambda record: parse_and_preprocess(record, training, params),
+        num_parallel_calls=_AUTOTUNE, deterministic=True)
   drop_remainder = params.get('mode') != 'infer'
   dataset = dataset.batch(params['batch_size'], drop_remainder=drop_remainder)
   return dataset.prefetch(_AUTOTUNE)

@@ -33,6 +33,23 @@ def test_train_batches_are_static_and_normalised():
   assert set(labels.numpy()) <= set(range(10))
 
 
+@pytest.mark.parametrize('augmentation', ['pad_crop', 'inception_crop'])
+def test_augmentation_is_reproducible_for_a_seed(augmentation):
+  def first_batches(seed):
+    dataset = tfrecord.input_fn(_params(mode='train', augmentation=augmentation,
+                                        seed=seed, batch_size=64))
+    return [f['image'].numpy() for f, _ in dataset.take(3)]
+
+  runs = [first_batches(7), first_batches(7), first_batches(8)]
+  for a, b in zip(runs[0], runs[1]):
+    np.testing.assert_array_equal(a, b)
+  assert any(np.any(a != c) for a, c in zip(runs[0], runs[2]))
+  unaugmented = tfrecord.input_fn(_params(mode='train', augmentation='none',
+                                          seed=7, batch_size=64))
+  plain = next(iter(unaugmented))[0]['image'].numpy()
+  assert np.any(plain != runs[0][0])  # The augmentation did something.
+
+
 def test_training_repeats_past_one_epoch():
   dataset = tfrecord.input_fn(_params(mode='train', batch_size=500))
   assert len(list(dataset.take(4))) == 4  # 2,000 > 1,437 train records.
