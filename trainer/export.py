@@ -7,6 +7,12 @@ from input_fn import preprocessing
 SERVING_INPUT_KEY = 'image_bytes'
 
 
+def serving_images(encoded, params):
+  """float32 model inputs from a [batch] string tensor of JPEG/PNG bytes."""
+  return tf.map_fn(lambda e: preprocessing.serving_preprocess(e, params),
+                   encoded, fn_output_signature=tf.float32)
+
+
 def serving_input_receiver_fn_for(params):
   """A serving_input_receiver_fn taking a batch of JPEG/PNG bytes.
 
@@ -17,8 +23,7 @@ def serving_input_receiver_fn_for(params):
   def serving_input_receiver_fn():
     encoded = tf.compat.v1.placeholder(tf.string, [None],
                                        name=SERVING_INPUT_KEY)
-    images = tf.map_fn(lambda e: preprocessing.serving_preprocess(e, params),
-                       encoded, fn_output_signature=tf.float32)
+    images = serving_images(encoded, params)
     return tf.estimator.export.ServingInputReceiver(
         features={'image': images},
         receiver_tensors={SERVING_INPUT_KEY: encoded})

@@ -24,7 +24,6 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from input_fn import preprocessing
 from trainer import estimator_compat
 from trainer import export as export_lib
 from trainer import host_graph
@@ -384,9 +383,7 @@ class Tf2Runner:
     params = dict(self.model_params(ModeKeys.PREDICT), batch_size=None)
 
     def serve(image_bytes):
-      images = tf.map_fn(
-          lambda e: preprocessing.serving_preprocess(e, params),
-          image_bytes, fn_output_signature=tf.float32)
+      images = export_lib.serving_images(image_bytes, params)
       spec = module({'image': images}, None, ModeKeys.PREDICT, params)
       predictions = spec.predictions
       if not isinstance(predictions, dict):
