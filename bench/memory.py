@@ -23,9 +23,9 @@ import tensorflow as tf
 import flags as trainer_flags
 from model_fn import models
 from model_fn.spec import ModeKeys
-from trainer import memory_footprint
-from trainer import memory_xla
 from trainer import params as params_lib
+from trainer.memory import footprint as memory_footprint
+from trainer.memory import xla as memory_xla
 
 K = 4
 RESNET50 = dict(model='resnet', resnet_depth=50, resnet_stem='imagenet',

@@ -21,10 +21,10 @@ from absl import flags
 import tensorflow as tf
 
 import flags as trainer_flags
-from trainer import estimator_compat
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
+from trainer.compat import estimator as estimator_compat
 
 FLAGS = flags.FLAGS
 

@@ -12,11 +12,11 @@ from input_fn import tfrecord
 from model_fn import models
 from model_fn import warm_start
 from model_fn.spec import ModeKeys
-from trainer import model_dir_lock
 from trainer import params as params_lib
-from trainer import run_fingerprint
-from trainer import run_guard
 from trainer import runners
+from trainer.guard import fingerprint as run_fingerprint
+from trainer.guard import lock as model_dir_lock
+from trainer.guard import run_guard
 from tests import testutil
 
 CORRUPT_FILE = 'train-00002-of-00004'

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import tensorflow as tf
 
-from trainer import checkpoint_recovery
+from trainer.guard import checkpoint_recovery
 
 
 def _save_steps(model_dir, steps, max_to_keep=5):

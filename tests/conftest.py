@@ -10,5 +10,5 @@ if REPO_ROOT not in sys.path:
 
 # On TF without tf.estimator, model code looks up tf.estimator.ModeKeys and
 # TPUEstimatorSpec at import: provide the tf2 runner's stand-ins first.
-from trainer import estimator_compat  # pylint: disable=g-import-not-at-top
+from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
 estimator_compat.install()

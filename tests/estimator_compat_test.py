@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
-from trainer import estimator_compat
+from trainer.compat import estimator as estimator_compat
 
 
 def test_has_estimator_means_the_real_tpu_estimator():

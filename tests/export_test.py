@@ -10,8 +10,8 @@ from input_fn import features as feature_lib
 from input_fn import tfrecord
 from model_fn import models
 from tests import testutil
-from trainer import estimator_runner
-from trainer import export
+from trainer import serving
+from trainer.estimator import runner as estimator_runner
 
 pytestmark = testutil.requires_estimator
 
@@ -54,7 +54,7 @@ def test_saved_model_matches_estimator_predictions(tmp_path):
   expected = [p['probabilities'] for p in predictor.predict()]
   assert len(expected) == 50
   serve = tf.saved_model.load(path).signatures['serving_default']
-  outputs = serve(**{export.SERVING_INPUT_KEY: tf.constant(_as_png(records))})
+  outputs = serve(**{serving.SERVING_INPUT_KEY: tf.constant(_as_png(records))})
   assert set(outputs) == {'classes', 'probabilities'}
   np.testing.assert_allclose(outputs['probabilities'].numpy(),
                              np.stack(expected), rtol=1e-5, atol=1e-6)

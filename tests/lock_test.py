@@ -9,13 +9,13 @@ import sys
 import pytest
 import tensorflow as tf
 
-from trainer import model_dir_lock
+from trainer.guard import lock as model_dir_lock
 from tests import testutil
 
 _HOLD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from trainer import model_dir_lock
+from trainer.guard import lock as model_dir_lock
 with model_dir_lock.locked(sys.argv[2]):
   print('locked', flush=True)
   time.sleep(600)

@@ -15,9 +15,9 @@ import tensorflow as tf
 
 from model_fn import models
 from tests import testutil
-from trainer import memory_footprint
-from trainer import memory_report
-from trainer import memory_xla
+from trainer.memory import footprint as memory_footprint
+from trainer.memory import report as memory_report
+from trainer.memory import xla as memory_xla
 
 XLA_TOLERANCE = 0.15
 _TF_VERSION = tuple(int(p) for p in tf.__version__.split('.')[:2])

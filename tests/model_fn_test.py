@@ -12,7 +12,7 @@ from model_fn import models
 from model_fn import summaries
 from tests import testutil
 from trainer import controller
-from trainer import estimator_runner
+from trainer.estimator import runner as estimator_runner
 
 pytestmark = testutil.requires_estimator
 

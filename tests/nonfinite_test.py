@@ -11,8 +11,8 @@ from input_fn import tfrecord
 from model_fn.spec import ModeKeys
 from model_fn.spec import TPUEstimatorSpec
 from trainer import controller
-from trainer import nonfinite
 from trainer import runners
+from trainer.guard import nonfinite
 from tests import testutil
 
 

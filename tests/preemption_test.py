@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from trainer import preemption
+from trainer.guard import preemption
 from tests import testutil
 
 def test_sigterm_sets_the_flag_instead_of_killing():
@@ -62,7 +62,7 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,
 
 @testutil.requires_estimator
 def test_estimator_hooks_stop_training_and_abort_evaluation():
-  from trainer import estimator_hooks  # pylint: disable=g-import-not-at-top
+  from trainer.estimator import hooks as estimator_hooks  # pylint: disable=g-import-not-at-top
 
   class Context:
     stop_requested = False

@@ -1,10 +1,10 @@
-"""trainer/strategy.py: which strategy and which task is the chief."""
+"""trainer/tf2/strategy.py: which strategy and which task is the chief."""
 
 import json
 
 import pytest
 
-from trainer import strategy as strategy_lib
+from trainer.tf2 import strategy as strategy_lib
 
 
 def _config(cluster, kind, index):

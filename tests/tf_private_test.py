@@ -1,4 +1,4 @@
-"""trainer/tf_private.py, the one module on private TF APIs, on every lane."""
+"""trainer/compat/tf_private.py (private TF APIs) on every lane."""
 
 import subprocess
 import sys
@@ -6,14 +6,15 @@ import sys
 import tensorflow as tf
 
 from tests import testutil
-from trainer import tf_private
+from trainer.compat import tf_private
 
 # Two replicas each add loss = w to a v1 SGD step with learning rate 1: the
 # summed gradient is 2 without the Estimator's loss scaling and 1 with it.
 LOSS_SCALING = '''
 import sys
 import tensorflow as tf
-from trainer import strategy as strategy_lib, tf_private
+from trainer.compat import tf_private
+from trainer.tf2 import strategy as strategy_lib
 strategy_lib.split_cpu(2)
 strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
 for scaled in (False, True):

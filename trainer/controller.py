@@ -4,7 +4,7 @@ A runner implements: global_step() -> int, train(to_step),
 evaluate(steps) -> dict, predict() -> iterable of dicts, export(dir) -> path.
 The controller owns the loop, the eval cadence and what is written where.
 On SIGTERM a runner's train() checkpoints and returns early (see
-trainer/preemption.py); the controller then raises PreemptedError.
+trainer/guard/preemption.py); the controller then raises PreemptedError.
 """
 
 import json
@@ -14,8 +14,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from trainer import preemption
 from trainer import progress
+from trainer.guard import preemption
 
 PREDICTIONS_FILE = 'predictions.jsonl'
 

@@ -17,21 +17,21 @@ from absl import logging
 import flags as trainer_flags
 from input_fn import corrupt_records
 from model_fn import warm_start
-from trainer import model_dir_lock
-from trainer import nonfinite
 from trainer import params as params_lib
-from trainer import preemption
-from trainer import run_fingerprint
-from trainer import run_guard
 from trainer import runners
 from trainer import tpu_cluster
+from trainer.guard import fingerprint
+from trainer.guard import lock
+from trainer.guard import nonfinite
+from trainer.guard import preemption
+from trainer.guard import run_guard
 
 FLAGS = flags.FLAGS
 
 # Errors whose message says what to do: printed without a traceback.
 _FATAL_ERRORS = (tpu_cluster.TPUUnreachableError,
-                 model_dir_lock.ModelDirLockedError,
-                 run_fingerprint.ModelDirMismatchError,
+                 lock.ModelDirLockedError,
+                 fingerprint.ModelDirMismatchError,
                  nonfinite.NonFiniteLossError,
                  corrupt_records.CorruptRecordError,
                  warm_start.InitCheckpointError)

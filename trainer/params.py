@@ -49,7 +49,7 @@ def params_from_flags(flag_values):
 
 def default_runner():
   """'estimator' where this TensorFlow has TPUEstimator, else 'tf2'."""
-  from trainer import estimator_compat  # pylint: disable=g-import-not-at-top
+  from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
   return 'estimator' if estimator_compat.has_estimator() else 'tf2'
 
 

@@ -47,7 +47,7 @@ def resolve(spec, builtins, flag):
 
 def resolve_model_fn(spec):
   """model_fn(features, labels, mode, params) named by --model."""
-  from trainer import estimator_compat  # pylint: disable=g-import-not-at-top
+  from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
   estimator_compat.install()  # Model code may name tf.estimator.ModeKeys.
   from model_fn import models  # pylint: disable=g-import-not-at-top
   return resolve(spec, models.MODEL_FNS, 'model')

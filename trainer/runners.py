@@ -10,11 +10,11 @@ def make_runner(params, model_fn, input_fn):
   """The runner params['runner'] names (default estimator), logged."""
   # pylint: disable=g-import-not-at-top  (estimator_runner needs tf.estimator)
   if params.get('runner', 'estimator') == 'tf2':
-    from trainer import tf2_runner
+    from trainer.tf2 import runner as tf2_runner
     logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
                  params.get('num_cpu_devices', 1))
     return tf2_runner.Tf2Runner(params, model_fn, input_fn)
-  from trainer import estimator_runner
+  from trainer.estimator import runner as estimator_runner
   logging.info('Runner: estimator (TPUEstimator, use_tpu=%s).',
                params['use_tpu'])
   return estimator_runner.EstimatorRunner(params, model_fn, input_fn)

@@ -25,11 +25,11 @@ import numpy as np
 import tensorflow as tf
 
 import flags as trainer_flags
-from trainer import estimator_compat
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
-from trainer import strategy as strategy_lib
+from trainer.compat import estimator as estimator_compat
+from trainer.tf2 import strategy as strategy_lib
 
 FLAGS = flags.FLAGS
 TOLERANCES = {'float32': 1e-6, 'float32_replicas': 1e-5, 'bfloat16': 2e-3}

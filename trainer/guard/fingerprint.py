@@ -14,7 +14,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from trainer import model_dir_lock
+from trainer.guard import lock
 
 FINGERPRINT_FILE = 'trainer_config.json'
 _COMMON_KEYS = ('model', 'num_classes', 'image_size', 'image_channels',
@@ -57,7 +57,7 @@ def _delete_run(model_dir):
   """Deletes everything in model_dir but the lock file."""
   for name in tf.io.gfile.listdir(model_dir):
     name = name.rstrip('/')
-    if name == model_dir_lock.LOCK_FILE:
+    if name == lock.LOCK_FILE:
       continue
     path = os.path.join(model_dir, name)
     if tf.io.gfile.isdir(path):

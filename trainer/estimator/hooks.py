@@ -7,8 +7,8 @@ TPU (one step on CPU), so these act within one loop.
 import numpy as np
 import tensorflow as tf
 
-from trainer import nonfinite
-from trainer import preemption
+from trainer.guard import nonfinite
+from trainer.guard import preemption
 
 
 class StopOnSigtermHook(tf.compat.v1.train.SessionRunHook):

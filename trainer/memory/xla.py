@@ -1,7 +1,7 @@
 """XLA:CPU's buffer assignment for one training step: the report's cross-check.
 
 XLA reads XLA_FLAGS once, when TensorFlow loads, so the measurement runs in a
-child process: `measure(argv)` starts `python -m trainer.memory_xla ARGV`
+child process: `measure(argv)` starts `python -m trainer.memory.xla ARGV`
 with `--xla_dump_to` set, which jit-compiles and runs one training step of
 the flags' model_fn at the per-core batch and prints the sizes XLA assigned
 as one JSON line. XLA:CPU computes bfloat16 matmuls in float32 (see
@@ -64,8 +64,8 @@ def run_one_step(model_fn, params):
   """Jit-compiles and runs one training step at the per-core batch."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model_fn.spec import ModeKeys  # pylint: disable=g-import-not-at-top
-  from trainer import memory_footprint  # pylint: disable=g-import-not-at-top
-  batch = memory_footprint.per_core_batch(params)
+  from trainer.memory import footprint  # pylint: disable=g-import-not-at-top
+  batch = footprint.per_core_batch(params)
   dtype = tf.bfloat16 if params['precision'] == 'bfloat16' else tf.float32
   size, channels = params['image_size'], params['image_channels']
   run_params = dict(params, batch_size=batch, use_tpu=False, model_dir=None,
@@ -92,12 +92,13 @@ def measure(argv, timeout=1800):
   with tempfile.TemporaryDirectory(prefix='xla-dump-') as dump_dir:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
                XLA_FLAGS=f'{_DUMP_FLAG}{dump_dir} --xla_dump_hlo_as_text')
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
     result = subprocess.run(
-        [sys.executable, '-m', 'trainer.memory_xla'] + list(argv), cwd=root,
+        [sys.executable, '-m', 'trainer.memory.xla'] + list(argv), cwd=root,
         env=env, capture_output=True, text=True, timeout=timeout, check=False)
     if result.returncode:
-      raise RuntimeError(f'trainer.memory_xla failed:\n{result.stderr[-3000:]}')
+      raise RuntimeError(f'trainer.memory.xla failed:\n{result.stderr[-3000:]}')
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -117,6 +118,6 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  from trainer import memory  # pylint: disable=g-import-not-at-top
-  memory.define_memory_flags()
+  from trainer.memory import __main__ as memory_cli  # pylint: disable=g-import-not-at-top
+  memory_cli.define_memory_flags()
   app.run(main)

@@ -20,7 +20,7 @@ import contextlib
 
 import tensorflow as tf
 
-from trainer import tf_private
+from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
 _KEYS = sorted({v for k, v in vars(_v1.GraphKeys).items()

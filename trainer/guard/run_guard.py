@@ -6,11 +6,11 @@ interrupted save and SIGTERM handling; data loss errors name the file.
 import contextlib
 
 from input_fn import tfrecord
-from trainer import checkpoint_recovery
-from trainer import model_dir_lock
-from trainer import preemption
-from trainer import run_fingerprint
-from trainer import strategy as strategy_lib
+from trainer.guard import checkpoint_recovery
+from trainer.guard import fingerprint
+from trainer.guard import lock
+from trainer.guard import preemption
+from trainer.tf2 import strategy as strategy_lib
 
 TRAINING_MODES = ('train', 'train_and_evaluate')
 _SPLITS = {  # mode -> splits read, as tfrecord's `training` argument.
@@ -47,11 +47,11 @@ def guarded(params):
   with tfrecord.naming_corrupt_files(params, splits(params)):
     if params['mode'] not in TRAINING_MODES or not (
         strategy_lib.is_chief_task()):  # Multi-worker: the chief guards.
-      run_fingerprint.check(params, training=False)
+      fingerprint.check(params, training=False)
       yield
       return
-    with model_dir_lock.locked(params['model_dir']):
-      run_fingerprint.check(params, training=True,
+    with lock.locked(params['model_dir']):
+      fingerprint.check(params, training=True,
                             overwrite=params.get('overwrite_model_dir', False))
       checkpoint_recovery.recover(params['model_dir'],
                                   params.get('keep_checkpoint_max'))

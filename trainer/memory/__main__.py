@@ -8,7 +8,7 @@
 
 Takes the trainer's flags (model, precision, slicing, batch); builds the
 training graph at the per-core batch without running it (trainer/
-memory_footprint.py) and reports bytes per component and, per TPU generation,
+footprint.py) and reports bytes per component and, per TPU generation,
 whether the peak fits and the largest per-core batch that does.
 """
 
@@ -21,11 +21,11 @@ from absl import flags
 from absl import logging
 
 import flags as trainer_flags
-from trainer import memory_footprint
-from trainer import memory_report
-from trainer import memory_xla
 from trainer import params as params_lib
 from trainer import registry
+from trainer.memory import footprint
+from trainer.memory import report as report_lib
+from trainer.memory import xla
 
 FLAGS = flags.FLAGS
 PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.
@@ -48,8 +48,8 @@ def define_memory_flags(flag_values=FLAGS):
 def report(params):
   """report_dict for params."""
   model_fn = registry.resolve_model_fn(params['model'])
-  return memory_report.report_dict(
-      memory_footprint.footprint(model_fn, params), params)
+  return report_lib.report_dict(
+      footprint.footprint(model_fn, params), params)
 
 
 def variants(params):
@@ -81,7 +81,7 @@ def main(argv):
     os.rmdir(params['model_dir'])
   result = report(params)
   if FLAGS.xla_check:
-    xla = memory_xla.measure(sys.argv[1:])
+    xla = xla.measure(sys.argv[1:])
     result['xla'] = xla
     result['xla_peak_error'] = (result['peak_bytes'] - xla['total_bytes']
                                 ) / xla['total_bytes']
@@ -91,14 +91,14 @@ def main(argv):
                       params['precision'])
   if FLAGS.plot:
     reports = [report(p) for p in variants(params)]
-    memory_report.plot(reports, FLAGS.plot,
+    report_lib.plot(reports, FLAGS.plot,
                        f'{params["model"]}, per-core batch '
                        f'{result["per_core_batch"]}')
     result['plot'] = FLAGS.plot
   if FLAGS.json:
     print(json.dumps(result))
     return
-  print(memory_report.format_text(result))
+  print(report_lib.format_text(result))
   if 'xla' in result:
     print(f'  XLA:CPU buffer assignment total {result["xla"]["total_bytes"]} '
           f'bytes; report peak error {100 * result["xla_peak_error"]:+.1f}%')

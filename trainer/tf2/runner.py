@@ -10,8 +10,8 @@ predict, export) like EstimatorRunner, with TF2 machinery:
     CrossShardOptimizer do; iterations_per_loop steps per tf.function call;
     the replica step XLA-compiled where the strategy allows it;
   * host side as TPUEstimator: host_call and eval metric_fn run on tensors
-    gathered from all replicas (trainer/host_graph.py);
-  * TF1 name-based checkpoints in model_dir (trainer/name_checkpoints.py);
+    gathered from all replicas (trainer/tf2/host_graph.py);
+  * TF1 name-based checkpoints in model_dir (trainer/tf2/name_checkpoints.py);
     scaffold_fn (--init_checkpoint) applies when model_dir has none.
 The model_fn sees params['use_tpu'] = False: the strategy, not
 CrossShardOptimizer, combines gradients across replicas.
@@ -24,16 +24,16 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from trainer import estimator_compat
-from trainer import export as export_lib
-from trainer import host_graph
-from trainer import model_fn_adapter
-from trainer import name_checkpoints
-from trainer import nonfinite
-from trainer import preemption
 from trainer import progress
-from trainer import strategy as strategy_lib
-from trainer import tf_private
+from trainer import serving
+from trainer.compat import estimator as estimator_compat
+from trainer.compat import tf_private
+from trainer.guard import nonfinite
+from trainer.guard import preemption
+from trainer.tf2 import host_graph
+from trainer.tf2 import model_fn_adapter
+from trainer.tf2 import name_checkpoints
+from trainer.tf2 import strategy as strategy_lib
 
 estimator_compat.install()  # Before model code looks the names up.
 ModeKeys = estimator_compat.ModeKeys
@@ -383,7 +383,7 @@ class Tf2Runner:
     params = dict(self.model_params(ModeKeys.PREDICT), batch_size=None)
 
     def serve(image_bytes):
-      images = export_lib.serving_images(image_bytes, params)
+      images = serving.serving_images(image_bytes, params)
       spec = module({'image': images}, None, ModeKeys.PREDICT, params)
       predictions = spec.predictions
       if not isinstance(predictions, dict):
@@ -391,7 +391,7 @@ class Tf2Runner:
       return predictions
 
     serve = tf.function(serve, autograph=False, input_signature=[
-        tf.TensorSpec([None], tf.string, name=export_lib.SERVING_INPUT_KEY)])
+        tf.TensorSpec([None], tf.string, name=serving.SERVING_INPUT_KEY)])
     with module.creation_scope():
       serve.get_concrete_function()
     name_checkpoints.NameBasedCheckpoints(

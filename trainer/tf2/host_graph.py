@@ -11,7 +11,7 @@ TF1 metric_fns (tf.compat.v1.metrics) work unchanged.
 
 import tensorflow as tf
 
-from trainer import tf_private
+from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
 

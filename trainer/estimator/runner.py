@@ -9,10 +9,10 @@ import functools
 
 import tensorflow as tf
 
-from trainer import estimator_hooks
-from trainer import export
 from trainer import progress
+from trainer import serving
 from trainer import tpu_cluster
+from trainer.estimator import hooks as estimator_hooks
 
 _tpu = tf.compat.v1.estimator.tpu
 
@@ -87,5 +87,5 @@ class EstimatorRunner:
 
   def export(self, export_dir):
     path = self.estimator.export_saved_model(
-        export_dir, export.serving_input_receiver_fn_for(self._params))
+        export_dir, serving.serving_input_receiver_fn_for(self._params))
     return path.decode() if isinstance(path, bytes) else path

@@ -1,0 +1,1 @@
+"""The estimator runner: the real TPUEstimator and its session hooks."""

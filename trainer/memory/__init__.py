@@ -1,0 +1,1 @@
+"""The memory report tool: python -m trainer.memory."""
