@@ -116,7 +116,7 @@ def cpu_figures(config):
   for mode in (None, 'batch', 'dense', 'logits'):
     overrides = dict(num_slices=K, slice=mode) if mode else {}
     ms = _step_ms(_params(config, **overrides))
-    xla = memory_xla.measure(_args(config, **overrides))['total_bytes']
+    xla = memory_xla.measure(_params(config, **overrides))['total_bytes']
     report = _footprint(config, **overrides).peak_bytes
     base_ms, base_xla = base_ms or ms, base_xla or xla
     print(f'  {mode or "unsliced":8}: {ms:7.1f} ms/step ({ms / base_ms:.2f}x)'

@@ -10,11 +10,14 @@ import os
 import subprocess
 import sys
 
+from absl import flags
 import pytest
 import tensorflow as tf
 
+import flags as trainer_flags
 from model_fn import models
 from tests import testutil
+from trainer import params as params_lib
 from trainer.memory import footprint as memory_footprint
 from trainer.memory import report as memory_report
 from trainer.memory import xla as memory_xla
@@ -89,6 +92,14 @@ def test_tpu_fit_and_largest_batch():
   assert fit['v5p']['max_per_core_batch'] > fit['v2']['max_per_core_batch']
 
 
+def _params(args):
+  """params of the trainer flags `args`, as trainer.memory builds them."""
+  flag_values = flags.FlagValues()
+  trainer_flags.define_flags(flag_values)
+  flag_values(['memory_test'] + args)
+  return params_lib.params_from_flags(flag_values)
+
+
 def _run(module, args):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   return subprocess.run([sys.executable, '-m', module] + args,
@@ -130,7 +141,7 @@ def test_cli_rejects_bad_slicing():
         'cross-checked on the TF 2.15 lane')),
 ], ids=['mlp', 'mlp-dense4', 'mlp-logits4', 'mlp-batch4', 'resnet18'])
 def test_peak_within_15_percent_of_xla_cpu(args):
-  xla = memory_xla.measure(args)
+  xla = memory_xla.measure(_params(args))
   result = _run('trainer.memory', args + ['--json'])
   assert result.returncode == 0, result.stderr[-2000:]
   peak = json.loads(result.stdout)['peak_bytes']

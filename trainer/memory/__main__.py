@@ -14,7 +14,6 @@ whether the peak fits and the largest per-core batch that does.
 
 import json
 import os
-import sys
 
 from absl import app
 from absl import flags
@@ -81,10 +80,10 @@ def main(argv):
     os.rmdir(params['model_dir'])
   result = report(params)
   if FLAGS.xla_check:
-    xla = xla.measure(sys.argv[1:])
-    result['xla'] = xla
-    result['xla_peak_error'] = (result['peak_bytes'] - xla['total_bytes']
-                                ) / xla['total_bytes']
+    measured = xla.measure(params)
+    result['xla'] = measured
+    result['xla_peak_error'] = (
+        result['peak_bytes'] - measured['total_bytes']) / measured['total_bytes']
     if params['precision'] != 'float32':
       logging.warning('XLA:CPU computes bfloat16 in float32; its figures are '
                       'not comparable for --precision=%s.',

@@ -1,11 +1,12 @@
 """XLA:CPU's buffer assignment for one training step: the report's cross-check.
 
 XLA reads XLA_FLAGS once, when TensorFlow loads, so the measurement runs in a
-child process: `measure(argv)` starts `python -m trainer.memory.xla ARGV`
-with `--xla_dump_to` set, which jit-compiles and runs one training step of
-the flags' model_fn at the per-core batch and prints the sizes XLA assigned
-as one JSON line. XLA:CPU computes bfloat16 matmuls in float32 (see
-docs/ and the facts note), so only float32 figures are comparable.
+child process: `measure(params)` starts `python -m trainer.memory.xla` with
+`--xla_dump_to` set and the params as JSON on stdin; the child jit-compiles
+and runs one training step of params' model_fn at the per-core batch and
+prints the sizes XLA assigned as one JSON line. XLA:CPU computes bfloat16
+matmuls in float32 (README, "Memory"), so only float32 figures are
+comparable.
 """
 
 import glob
@@ -15,11 +16,6 @@ import re
 import subprocess
 import sys
 import tempfile
-
-from absl import app
-from absl import flags
-
-from trainer import params as params_lib
 
 _DUMP_FLAG = '--xla_dump_to='
 _ALLOCATION = re.compile(r'^allocation \d+: size (\d+), (.*)$')
@@ -87,37 +83,38 @@ def run_one_step(model_fn, params):
   return float(jitted(images, labels))
 
 
-def measure(argv, timeout=1800):
-  """XLA's figures for the trainer flags `argv`, measured in a child process."""
+def measure(params, timeout=1800):
+  """XLA's figures for one training step under `params`, from a child process.
+
+  {total_bytes, parameter_bytes, temp_bytes, loss}; RuntimeError with the
+  child's stderr if it fails.
+  """
   with tempfile.TemporaryDirectory(prefix='xla-dump-') as dump_dir:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
                XLA_FLAGS=f'{_DUMP_FLAG}{dump_dir} --xla_dump_hlo_as_text')
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
     result = subprocess.run(
-        [sys.executable, '-m', 'trainer.memory.xla'] + list(argv), cwd=root,
-        env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        [sys.executable, '-m', 'trainer.memory.xla'], input=json.dumps(params),
+        cwd=root, env=env, capture_output=True, text=True, timeout=timeout,
+        check=False)
     if result.returncode:
       raise RuntimeError(f'trainer.memory.xla failed:\n{result.stderr[-3000:]}')
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def main(argv):
-  del argv
+def main():
+  """The child: params JSON on stdin, one JSON line of figures on stdout."""
   dump_dir = next((f[len(_DUMP_FLAG):] for f in os.environ.get(
       'XLA_FLAGS', '').split() if f.startswith(_DUMP_FLAG)), None)
   if not dump_dir:
-    raise app.UsageError('Set XLA_FLAGS="--xla_dump_to=DIR '
-                         '--xla_dump_hlo_as_text" (or call measure()).')
+    raise SystemExit('Set XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_as_text" '
+                     'and pass params as JSON on stdin (or call measure()).')
+  params = json.load(sys.stdin)
   from trainer import registry  # pylint: disable=g-import-not-at-top
-  params = params_lib.params_from_flags(flags.FLAGS)
-  if not flags.FLAGS.model_dir:  # Nothing is written; drop the default one.
-    os.rmdir(params['model_dir'])
   loss = run_one_step(registry.resolve_model_fn(params['model']), params)
   print(json.dumps(dict(largest_module(dump_dir), loss=loss)))
 
 
 if __name__ == '__main__':
-  from trainer.memory import __main__ as memory_cli  # pylint: disable=g-import-not-at-top
-  memory_cli.define_memory_flags()
-  app.run(main)
+  main()
