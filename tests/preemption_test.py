@@ -4,11 +4,15 @@ import os
 import re
 import signal
 import time
+import types
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
-from trainer.guard import preemption
 from tests import testutil
+from trainer import loop
+from trainer.guard import preemption
 
 def test_sigterm_sets_the_flag_instead_of_killing():
   with preemption.handling_sigterm():
@@ -63,22 +67,34 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,
 @testutil.requires_estimator
 def test_estimator_hooks_stop_training_and_abort_evaluation():
   from trainer.estimator import hooks as estimator_hooks  # pylint: disable=g-import-not-at-top
+  policy = loop.LoopPolicy(save_every_steps=100, steps_per_loop=10,
+                           global_batch=8, train_steps=100, model_dir='/m')
+  hook = estimator_hooks.LoopPolicyHook(policy, to_step=100)
+  with tf.Graph().as_default():
+    tf.compat.v1.train.create_global_step()
+    tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES,
+                                   tf.constant(1.0))
+    hook.begin()
 
   class Context:
     stop_requested = False
+    session = types.SimpleNamespace(run=lambda fetches: 7)  # global_step
 
     def request_stop(self):
       self.stop_requested = True
 
+  loss = tf.compat.v1.train.SessionRunValues(results=np.float32(0.5),
+                                             options=None, run_metadata=None)
   with preemption.handling_sigterm():
+    policy.begin(0, 100)
     train_context, eval_context = Context(), Context()
-    estimator_hooks.StopOnSigtermHook('/m').after_run(train_context, None)
-    estimator_hooks.StopOnSigtermHook('/m', in_eval=True).before_run(
-        eval_context)
-    assert not train_context.stop_requested
+    hook.after_run(train_context, loss)
+    estimator_hooks.StopEvaluationOnSigtermHook('/m').before_run(eval_context)
+    assert not train_context.stop_requested and not policy.should_save(7)
     preemption.request()
-    estimator_hooks.StopOnSigtermHook('/m').after_run(train_context, None)
-    assert train_context.stop_requested  # The saver hook saves at the end.
+    hook.after_run(train_context, loss)
+    assert train_context.stop_requested
+    assert policy.should_save(7)  # The saver hook saves the current step.
     with pytest.raises(preemption.PreemptedError):  # No partial metrics.
-      estimator_hooks.StopOnSigtermHook('/m', in_eval=True).before_run(
+      estimator_hooks.StopEvaluationOnSigtermHook('/m').before_run(
           eval_context)

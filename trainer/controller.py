@@ -1,14 +1,16 @@
 """The outer loop shared by every runner: what each --mode does.
 
-A runner implements: global_step() -> int, train(to_step),
-evaluate(steps) -> dict, predict() -> iterable of dicts, export(dir) -> path.
-The controller owns the loop, the eval cadence and what is written where.
-On SIGTERM a runner's train() checkpoints and returns early (see
-trainer/guard/preemption.py); the controller then raises PreemptedError.
+The controller owns the outer loop, the evaluation cadence and what is
+written where; a `Runner` (trainer/estimator/runner.py, trainer/tf2/runner.py)
+runs steps, evaluations, predictions and exports. Within train() both
+runners follow one loop policy (trainer/loop.py): on SIGTERM train()
+checkpoints and returns early, and the controller then raises
+PreemptedError (trainer/guard/preemption.py).
 """
 
 import json
 import os
+from typing import Any, Dict, Iterable, Optional, Protocol
 
 from absl import logging
 import numpy as np
@@ -18,6 +20,27 @@ from trainer import progress
 from trainer.guard import preemption
 
 PREDICTIONS_FILE = 'predictions.jsonl'
+
+
+class Runner(Protocol):
+  """What the controller needs of a runner."""
+
+  def global_step(self) -> int:
+    """The global step of the latest state (latest checkpoint, 0 if none)."""
+
+  def train(self, to_step: int) -> None:
+    """Trains until the global step is `to_step`, checkpointing as the loop
+    policy says; returns early, after a checkpoint, on SIGTERM."""
+
+  def evaluate(self, steps: Optional[int]) -> Dict[str, Any]:
+    """Metrics over `steps` batches (all the input when None), including
+    'loss' and 'global_step', from the latest checkpoint."""
+
+  def predict(self) -> Iterable[Dict[str, Any]]:
+    """One dict of numpy values per input example, in input order."""
+
+  def export(self, export_dir: str) -> str:
+    """Writes a SavedModel under `export_dir`; returns its path."""
 
 
 def resolve_eval_steps(params):
@@ -70,20 +93,21 @@ def write_predictions(predictions, path):
   return count
 
 
-def evaluate(runner, params, eval_steps):
+def evaluate(runner: Runner, params, eval_steps):
+  """runner.evaluate(eval_steps), logged as an eval line, in Python types."""
   metrics = {k: _to_python(v) for k, v in runner.evaluate(eval_steps).items()}
   step = metrics.pop('global_step', runner.global_step())
   logging.info('%s', progress.format_line('eval', step, metrics))
   return dict(metrics, global_step=step)
 
 
-def _train(runner, params, to_step):
+def _train(runner: Runner, params, to_step):
   """runner.train(to_step); PreemptedError if it stopped early on SIGTERM."""
   runner.train(to_step)
   preemption.raise_if_requested(runner.global_step(), params['model_dir'])
 
 
-def run(runner, params):
+def run(runner: Runner, params):
   """Runs params['mode'] with `runner`; returns what it produced."""
   mode = params['mode']
   if mode == 'train':

@@ -1,66 +1,97 @@
-"""The estimator runner's adapters for preemption and non-finite checks.
+"""The estimator runner's session hooks: thin adapters over trainer/loop.py.
 
-Each session.run of TPUEstimator is one loop of iterations_per_loop steps on
-TPU (one step on CPU), so these act within one loop.
+Each session.run of TPUEstimator is one loop (iterations_per_loop steps on
+TPU, one step on CPU). `LoopPolicyHook` hands the policy the step and loss
+after each and stops the session when it says so; `CheckpointSaverHook` is
+Estimator's own saver (initial save, saving listeners, the save at the end)
+saving when the policy says; `FiniteVariablesListener` has the policy check
+the variables before each save.
 """
 
-import numpy as np
 import tensorflow as tf
 
-from trainer.guard import nonfinite
 from trainer.guard import preemption
 
+_v1 = tf.compat.v1
 
-class StopOnSigtermHook(tf.compat.v1.train.SessionRunHook):
-  """Training: on SIGTERM, stops after this loop; the CheckpointSaverHook then
-  saves at the current step as the session ends. Evaluation (`in_eval`):
-  raises PreemptedError instead, so no partial metrics are written."""
 
-  def __init__(self, model_dir, in_eval=False):
-    self._model_dir = model_dir
-    self._in_eval = in_eval
+class LoopPolicyHook(_v1.train.SessionRunHook):
+  """After every loop: LoopPolicy.after_loop; stops when it decides to."""
+
+  def __init__(self, policy, to_step):
+    self._policy = policy
+    self._to_step = to_step
+
+  def begin(self):
+    losses = _v1.get_collection(_v1.GraphKeys.LOSSES)
+    if not losses:
+      raise RuntimeError('LoopPolicyHook: no loss in the LOSSES collection.')
+    self._loss = losses[-1]
+    self._global_step = _v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    del coord
+    self._policy.begin(int(session.run(self._global_step)), self._to_step)
 
   def before_run(self, run_context):
-    if self._in_eval:
-      preemption.raise_if_requested('(evaluation)', self._model_dir)
+    return _v1.train.SessionRunArgs(self._loss)
 
   def after_run(self, run_context, run_values):
-    if preemption.requested() and not self._in_eval:
+    step = int(run_context.session.run(self._global_step))
+    if self._policy.after_loop(step, run_values.results).stop:
       run_context.request_stop()
 
 
-class FiniteLossHook(tf.compat.v1.train.SessionRunHook):
-  """Raises NonFiniteLossError naming the step when the loss is NaN or Inf."""
+class _PolicyTimer:
+  """The timer interface CheckpointSaverHook uses, answered by the policy."""
 
-  def __init__(self, model_dir):
-    self._model_dir = model_dir
+  def __init__(self, policy):
+    self._policy = policy
 
-  def begin(self):
-    self._loss = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)[-1]
-    self._global_step = tf.compat.v1.train.get_global_step()
+  def should_trigger_for_step(self, step):
+    return self._policy.should_save(step)
 
-  def before_run(self, run_context):
-    return tf.compat.v1.train.SessionRunArgs(self._loss)
+  def update_last_triggered_step(self, step):
+    self._policy.saved(step)
 
-  def after_run(self, run_context, run_values):
-    loss = run_values.results
-    if not np.all(np.isfinite(loss)):
-      step = run_context.session.run(self._global_step)
-      nonfinite.check_loss(loss, step, self._model_dir)
+  def last_triggered_step(self):
+    return self._policy.last_saved_step
 
 
-class FiniteVariablesListener(tf.compat.v1.train.CheckpointSaverListener):
-  """Refuses to save a checkpoint whose float variables hold NaN or Inf."""
+class CheckpointSaverHook(_v1.train.CheckpointSaverHook):
+  """Estimator's CheckpointSaverHook whose cadence is the LoopPolicy's.
 
-  def __init__(self, model_dir):
-    self._model_dir = model_dir
+  Goes after LoopPolicyHook in the hooks list, so the policy has seen the
+  loop when asked whether to save it.
+  """
+
+  def __init__(self, policy, model_dir, listeners=None):
+    super().__init__(model_dir, save_steps=policy.save_every_steps,
+                     listeners=listeners)
+    self._timer = _PolicyTimer(policy)
+
+
+class FiniteVariablesListener(_v1.train.CheckpointSaverListener):
+  """Has the policy refuse a checkpoint whose float variables hold NaN/Inf."""
+
+  def __init__(self, policy):
+    self._policy = policy
 
   def begin(self):
     self._finite = {
         v.op.name: tf.reduce_all(tf.math.is_finite(v))
-        for v in tf.compat.v1.global_variables() if v.dtype.base_dtype in (
-            tf.float16, tf.bfloat16, tf.float32, tf.float64)}
+        for v in _v1.global_variables() if v.dtype.base_dtype.is_floating}
 
   def before_save(self, session, global_step_value):
-    nonfinite.check_variables(session.run(self._finite), global_step_value,
-                              self._model_dir)
+    self._policy.check_variables(session.run(self._finite), global_step_value)
+
+
+class StopEvaluationOnSigtermHook(_v1.train.SessionRunHook):
+  """Evaluation: raises PreemptedError on SIGTERM, so no partial metrics are
+  written."""
+
+  def __init__(self, model_dir):
+    self._model_dir = model_dir
+
+  def before_run(self, run_context):
+    preemption.raise_if_requested('(evaluation)', self._model_dir)

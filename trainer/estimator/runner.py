@@ -2,17 +2,19 @@
 
 On TPU (--tpu): TPUClusterResolver, TPUConfig with iterations_per_loop,
 num_shards and PER_HOST_V2 input. Otherwise the same TPUEstimator with
-use_tpu=False on the CPU.
+use_tpu=False on the CPU. Training follows the loop policy (trainer/loop.py)
+through the session hooks of trainer/estimator/hooks.py, whose checkpoint
+saver replaces the one RunConfig would add.
 """
 
 import functools
 
 import tensorflow as tf
 
-from trainer import progress
+from trainer import loop
 from trainer import serving
 from trainer import tpu_cluster
-from trainer.estimator import hooks as estimator_hooks
+from trainer.estimator import hooks
 
 _tpu = tf.compat.v1.estimator.tpu
 
@@ -41,9 +43,10 @@ class EstimatorRunner:
         cluster=resolver,
         model_dir=params['model_dir'],
         tf_random_seed=params['seed'],
-        save_checkpoints_steps=params['save_checkpoints_steps'],
+        save_checkpoints_steps=None,  # hooks.CheckpointSaverHook saves.
+        save_checkpoints_secs=None,
         keep_checkpoint_max=params['keep_checkpoint_max'],
-        log_step_count_steps=None,  # ProgressHook logs instead.
+        log_step_count_steps=None,  # The loop policy logs instead.
         tpu_config=_tpu.TPUConfig(
             iterations_per_loop=params['iterations_per_loop'],
             num_shards=params['num_cores'],
@@ -57,6 +60,7 @@ class EstimatorRunner:
         predict_batch_size=params['eval_batch_size'],
         params=params,
         export_to_tpu=False)
+    self._policy = loop.policy_for(params)
 
   def _input(self, mode):
     return functools.partial(_input_fn_for_mode, self._input_fn, mode)
@@ -65,21 +69,18 @@ class EstimatorRunner:
     return latest_global_step(self._params['model_dir'])
 
   def train(self, to_step):
-    hook = progress.ProgressHook(self._params['iterations_per_loop'],
-                                 self._params['train_batch_size'],
-                                 self._params['train_steps'])
-    model_dir = self._params['model_dir']
+    policy = self._policy
     self.estimator.train(
         self._input('train'), max_steps=to_step,
-        hooks=[hook, estimator_hooks.StopOnSigtermHook(model_dir),
-               estimator_hooks.FiniteLossHook(model_dir)],
-        saving_listeners=[estimator_hooks.FiniteVariablesListener(model_dir)])
+        hooks=[hooks.LoopPolicyHook(policy, to_step),  # Before the saver.
+               hooks.CheckpointSaverHook(
+                   policy, self._params['model_dir'],
+                   listeners=[hooks.FiniteVariablesListener(policy)])])
 
   def evaluate(self, steps):
     return self.estimator.evaluate(
         self._input('eval'), steps=steps,
-        hooks=[estimator_hooks.StopOnSigtermHook(self._params['model_dir'],
-                                                 in_eval=True)])
+        hooks=[hooks.StopEvaluationOnSigtermHook(self._params['model_dir'])])
 
   def predict(self):
     return self.estimator.predict(self._input('infer'),

@@ -1,7 +1,8 @@
 """Stops training on a NaN or Inf loss, naming the step, before it is saved.
 
-Runners call `check_loss` after every loop and `check_variables` before
-every checkpoint, so the latest checkpoint stays the last good one.
+The loop policy (trainer/loop.py) checks the losses after every loop and the
+variables before every checkpoint, so the latest checkpoint stays the last
+good one.
 """
 
 import math
@@ -52,10 +53,13 @@ def check_losses(losses, last_step, model_dir):
     check_loss(losses[first], last_step - losses.size + first + 1, model_dir)
 
 
+def finite_by_name(arrays_by_name):
+  """{name: all values finite} of the float arrays in {name: numpy value}."""
+  return {name: bool(np.isfinite(value).all())
+          for name, value in arrays_by_name.items()
+          if np.issubdtype(np.asarray(value).dtype, np.floating)}
+
+
 def check_arrays(arrays_by_name, step, model_dir):
   """check_variables on {name: numpy value}; non-float values are skipped."""
-  check_variables(
-      {name: bool(np.isfinite(value).all())
-       for name, value in arrays_by_name.items()
-       if np.issubdtype(np.asarray(value).dtype, np.floating)},
-      step, model_dir)
+  check_variables(finite_by_name(arrays_by_name), step, model_dir)

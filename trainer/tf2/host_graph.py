@@ -16,6 +16,11 @@ from trainer.compat import tf_private
 _v1 = tf.compat.v1
 
 
+def spec_of(array):
+  """TensorSpec of a batch like `array`, any batch size."""
+  return tf.TensorSpec([None] + list(array.shape[1:]), array.dtype)
+
+
 def call_with(fn, args):
   """fn(**args) for a dict, fn(*args) for a list or tuple (the TPU contract)."""
   if isinstance(args, dict):

@@ -34,6 +34,18 @@ def variable_name(variable):
   return variable.name.split(':')[0]
 
 
+def features_labels(element):
+  """(features, labels) of a dataset element; labels None if there are none."""
+  if isinstance(element, (tuple, list)) and len(element) == 2:
+    return element[0], element[1]
+  return element, None
+
+
+def plain(fn):
+  """fn exempt from AutoGraph: model_fns run as plain Python, as in TF1."""
+  return tf.autograph.experimental.do_not_convert(fn)
+
+
 @contextlib.contextmanager
 def fresh_collections():
   """Empties the graph collections for the duration, then restores them."""

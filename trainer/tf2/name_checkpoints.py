@@ -4,6 +4,8 @@ The same format and names a TPUEstimator writes (MODEL_DIR/model.ckpt-STEP,
 the `checkpoint` state file, keys = TF1 variable names), written and read by
 a tf.compat.v1 Saver over the model_fn's variables, so training can move
 between the estimator and tf2 runners in both directions.
+`ModuleCheckpoints` keeps one over a ModelFnModule's variables as traces
+create them.
 """
 
 import os
@@ -69,3 +71,52 @@ class NameBasedCheckpoints:
         global_step=step, write_meta_graph=False)
     logging.info('Saved checkpoint %s.', path)
     return path
+
+
+class ModuleCheckpoints:
+  """Checkpoints of a ModelFnModule, whose variables appear trace by trace.
+
+  Writes to `directory`; restores from the latest checkpoint of
+  `restore_dir` (model_dir; a non-chief worker writes apart, in its own
+  `directory`).
+  """
+
+  def __init__(self, module, directory, restore_dir, max_to_keep, strategy):
+    self._module = module
+    self._directory = directory
+    self._restore_dir = restore_dir
+    self._max_to_keep = max_to_keep
+    self._strategy = strategy
+    self._checkpoints = None
+    self._names = None
+
+  @property
+  def built(self):
+    """True once a trace made variables and they were initialised."""
+    return self._checkpoints is not None
+
+  def after_trace(self, scaffold_fn=None):
+    """Initialises the variables the latest trace created.
+
+    From the latest checkpoint if there is one; otherwise, after the first
+    trace only, with the spec's `scaffold_fn` (--init_checkpoint), as
+    Estimator does.
+    """
+    variables = self._module.variables_by_name()
+    if self._checkpoints is not None and variables.keys() == self._names:
+      return
+    first = self._checkpoints is None
+    self._names = variables.keys()
+    self._checkpoints = NameBasedCheckpoints(
+        variables, self._directory, self._max_to_keep, self._strategy)
+    latest = tf.train.latest_checkpoint(self._restore_dir)
+    if latest:
+      self._checkpoints.restore(latest)
+    elif first and scaffold_fn is not None:
+      with self._strategy.scope():
+        self._module.run_in_variable_store(scaffold_fn)
+      logging.info('Initialised variables with the spec\'s scaffold_fn.')
+
+  def save(self, step):
+    """Writes DIRECTORY/model.ckpt-`step`; returns its prefix."""
+    return self._checkpoints.save(step)

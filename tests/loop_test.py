@@ -1,0 +1,109 @@
+"""trainer/loop.py: the loop policy both runners follow."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from trainer import loop
+from trainer.guard import nonfinite
+from trainer.guard import preemption
+
+
+class _Clock:
+
+  def __init__(self):
+    self.now = 0.0
+
+  def __call__(self):
+    return self.now
+
+
+def _policy(clock=None, **overrides):
+  args = dict(save_every_steps=10, steps_per_loop=4, global_batch=8,
+              train_steps=100, model_dir='/nonexistent')
+  args.update(overrides)
+  return loop.LoopPolicy(clock=clock or _Clock(), **args)
+
+
+@pytest.mark.parametrize('name, value', [
+    ('save_every_steps', 0), ('steps_per_loop', -1), ('global_batch', 1.5),
+    ('train_steps', None)])
+def test_arguments_are_validated_by_name(name, value):
+  message = rf'^`{name}` \({value}\) must be a positive integer'
+  with pytest.raises(ValueError, match=message):
+    _policy(**{name: value})
+
+
+def test_arguments_are_keyword_only():
+  with pytest.raises(TypeError):
+    # pylint: disable-next=too-many-function-args
+    loop.LoopPolicy(10, 4, 8, 100, '/m')
+
+
+def test_loops_end_at_saves_and_at_to_step():
+  policy = _policy()
+  policy.begin(0, 25)
+  assert policy.loop_steps(0) == 4
+  assert policy.loop_steps(8) == 2  # The save at 10.
+  assert policy.loop_steps(23) == 2  # to_step.
+  policy.begin(37, 100)  # Resumed after a preemption.
+  assert policy.loop_steps(37) == 3
+
+
+def test_saves_at_multiples_reached_or_passed_and_at_the_end():
+  policy = _policy()
+  policy.begin(0, 25)
+  saves = []
+  for step in (4, 8, 12, 16, 20, 24, 25):  # Loops that do not stop at 10.
+    if policy.after_loop(step, [1.0]).save:
+      policy.saved(step)
+      saves.append(step)
+  assert saves == [12, 20, 25]
+  assert not policy.should_save(25)  # Saved already.
+
+
+def test_sigterm_saves_the_current_step_and_stops():
+  policy = _policy()
+  with preemption.handling_sigterm():
+    policy.begin(0, 100)
+    assert policy.after_loop(4, [1.0]) == loop.LoopDecision(False, False)
+    preemption.request()
+    assert policy.after_loop(7, [1.0]) == loop.LoopDecision(True, True)
+
+
+def test_non_finite_loss_names_its_step():
+  policy = _policy()
+  policy.begin(0, 100)
+  with pytest.raises(nonfinite.NonFiniteLossError,
+                     match='Loss is nan at step 7'):  # Steps 6-8.
+    policy.after_loop(8, np.array([1.0, np.nan, np.inf], np.float32))
+  with pytest.raises(nonfinite.NonFiniteLossError, match=r'step 9 \(w\)'):
+    policy.check_variables({'w': False, 'b': True}, 9)
+
+
+def test_progress_line_once_per_loop_of_steps_and_at_the_end(caplog):
+  caplog.set_level(logging.INFO)
+  clock = _Clock()
+  policy = _policy(clock)
+  policy.begin(0, 10)
+  lines = []
+  for step in (2, 4, 6, 8, 10):
+    clock.now += 1.0
+    caplog.clear()
+    policy.after_loop(step, [0.5])
+    lines += [r.getMessage() for r in caplog.records]
+  assert lines == [  # 2 steps per loop, a loop a second.
+      'train | step: 4 | steps/sec: 2.0000 | examples/sec: 16.0000 | '
+      'loss: 0.5000 | eta: 0:00:48',
+      'train | step: 8 | steps/sec: 2.0000 | examples/sec: 16.0000 | '
+      'loss: 0.5000 | eta: 0:00:46',
+      'train | step: 10 | steps/sec: 2.0000 | examples/sec: 16.0000 | '
+      'loss: 0.5000 | eta: 0:00:45']
+
+
+def test_policy_for_params():
+  policy = loop.policy_for({
+      'save_checkpoints_steps': 50, 'iterations_per_loop': 25,
+      'train_batch_size': 32, 'train_steps': 200, 'model_dir': '/m'})
+  assert (policy.save_every_steps, policy.steps_per_loop) == (50, 25)
