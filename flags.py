@@ -3,10 +3,13 @@
 Nothing is defined at import time, so tests and libraries can import this
 module without touching the global flag registry. Binaries call
 `define_flags()` once before `app.run`. Only `trainer/` reads the parsed
-values; it turns them into a validated `params` dict (trainer/params.py).
+values; it turns them into a validated `params` dict (trainer/params.py),
+whose rules between flags also run here, at parse time.
 """
 
 from absl import flags
+
+from trainer import params as params_lib
 
 RUNNERS = ('estimator', 'tf2')
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
@@ -187,30 +190,12 @@ def define_flags(flag_values=flags.FLAGS):
 
 
 def _define_validators(f):
-  """Cross-flag checks run at parse time; messages name the flag at fault."""
+  """Parse-time checks; each message names the flag at fault.
 
-  @flags.multi_flags_validator(
-      ['train_batch_size', 'eval_batch_size', 'num_cores'],
-      message='--train_batch_size and --eval_batch_size are global batches '
-      'and must be divisible by --num_cores.', flag_values=f)
-  def _batches_divide(v):
-    return (v['train_batch_size'] % v['num_cores'] == 0 and
-            v['eval_batch_size'] % v['num_cores'] == 0)
-
-  @flags.multi_flags_validator(
-      ['use_tpu', 'tpu'],
-      message='--use_tpu needs --tpu (a TPU name or grpc:// address).',
-      flag_values=f)
-  def _use_tpu_needs_tpu(v):
-    return not v['use_tpu'] or bool(v['tpu'])
-
-  @flags.multi_flags_validator(
-      ['num_slices', 'slice', 'train_batch_size', 'num_cores'],
-      message='--slice=batch needs a per-core batch (--train_batch_size / '
-      '--num_cores) of at least --num_slices examples.', flag_values=f)
-  def _batch_slices(v):
-    return (v['num_slices'] == 1 or v['slice'] != 'batch' or
-            v['train_batch_size'] // v['num_cores'] >= v['num_slices'])
+  Syntax of list flags here; the rules between flags are trainer/params.py's
+  RULES, each registered for the flags it reads. --model and --input are
+  resolved (their modules imported) once, by the entry point.
+  """
 
   @flags.validator('mlp_hidden_units', flag_values=f,
                    message='--mlp_hidden_units must be positive integers, '
@@ -228,20 +213,23 @@ def _define_validators(f):
     return all(a < b for a, b in zip(values, values[1:])) and all(
         s > 0 for s in values)
 
-  @flags.validator('model', flag_values=f)
-  def _model_known(name):
-    from trainer import registry  # Imports TensorFlow; deferred to parse.
+  for flag_names, check in params_lib.RULES:
+    flags.register_multi_flags_validator(
+        list(flag_names), _params_rule(f, check), flag_values=f)
+
+
+def _params_rule(flag_values, check):
+  """A multi-flag validator running params rule `check` on all the flags."""
+
+  def validate(unused_values):
     try:
-      registry.resolve_model_fn(name)
+      params = params_lib.params_from_flags(flag_values, validate=False)
+    except ValueError:
+      return True  # A malformed list: its own validator says so.
+    try:
+      check(params)
     except ValueError as e:
       raise flags.ValidationError(str(e)) from e
     return True
 
-  @flags.validator('input', flag_values=f)
-  def _input_known(name):
-    from trainer import registry  # Imports TensorFlow; deferred to parse.
-    try:
-      registry.resolve_input_fn(name)
-    except ValueError as e:
-      raise flags.ValidationError(str(e)) from e
-    return True
+  return validate

@@ -14,7 +14,6 @@ and, by running a smaller wide MLP on this CPU (float32):
 """
 
 import statistics
-import tempfile
 import time
 
 from absl import flags
@@ -38,7 +37,6 @@ MANY_CLASSES = dict(model='mlp', mlp_hidden_units=[512], num_classes=65536,
 CPU_MLP = dict(model='mlp', mlp_hidden_units=[2048], num_classes=2048,
                optimizer='momentum', train_batch_size=512, num_cores=1)
 TIMED_STEPS = 10
-_MODEL_DIR = tempfile.mkdtemp(prefix='bench-memory-')  # Never written.
 
 
 def _args(config, **overrides):
@@ -52,8 +50,7 @@ def _params(config, **overrides):
   """Validated params, parsed from flags as trainer.main would."""
   flag_values = flags.FlagValues()
   trainer_flags.define_flags(flag_values)
-  flag_values(['bench', f'--model_dir={_MODEL_DIR}'] +
-              _args(config, **overrides))
+  flag_values(['bench'] + _args(config, **overrides))
   return params_lib.params_from_flags(flag_values)
 
 

@@ -48,18 +48,17 @@ class _Clock(tf.compat.v1.train.SessionRunHook):
 
 
 def _params(**overrides):
-  params = params_lib.params_from_flags(FLAGS)
-  params.update(model_dir=tempfile.mkdtemp(prefix='bench-runners-'),
-                mode='train', save_checkpoints_steps=10**9, **overrides)
+  params = params_lib.with_model_dir(
+      params_lib.params_from_flags(FLAGS),
+      tempfile.mkdtemp(prefix='bench-runners-'))
+  params.update(mode='train', save_checkpoints_steps=10**9, **overrides)
   return params
 
 
-def estimator_steps_per_sec(steps):
+def estimator_steps_per_sec(steps, model_fn, input_fn):
   """Steady-state steps/s of TPUEstimator.train (one train call)."""
   loop = FLAGS.iterations_per_loop
   params = _params(runner='estimator', train_steps=steps + loop)
-  model_fn = registry.resolve_model_fn(params['model'])
-  input_fn = registry.resolve_input_fn(params['input'])
   runner = runners.make_runner(params, model_fn, input_fn)
   clock = _Clock(warmup=loop)
 
@@ -71,24 +70,22 @@ def estimator_steps_per_sec(steps):
   return clock.timed_steps / (clock.stop - clock.start)
 
 
-def tf2_steps_per_sec(steps, jit_compile=True):
+def tf2_steps_per_sec(steps, model_fn, input_fn, jit_compile=True):
   """Steps/s of Tf2Runner.train_steps after one warm-up loop."""
   loop = FLAGS.iterations_per_loop
   params = _params(runner='tf2', train_steps=steps + loop,
                    jit_compile=jit_compile)
-  runner = runners.make_runner(params, registry.resolve_model_fn(
-      params['model']), registry.resolve_input_fn(params['input']))
+  runner = runners.make_runner(params, model_fn, input_fn)
   runner.train_steps(loop)
   start = time.perf_counter()
   runner.train_steps(steps)
   return steps / (time.perf_counter() - start)
 
 
-def keras_steps_per_sec(steps):
+def keras_steps_per_sec(steps, input_fn):
   """Steps/s of Keras model.fit on the same network and input."""
   loop = FLAGS.iterations_per_loop
   params = _params(runner='tf2')
-  input_fn = registry.resolve_input_fn(params['input'])
   dataset = input_fn(dict(params, mode='train',
                           batch_size=params['train_batch_size']))
   dataset = dataset.map(lambda features, labels: (features['image'], labels))
@@ -111,12 +108,16 @@ def keras_steps_per_sec(steps):
 def main(argv):
   del argv
   steps = FLAGS.steps
+  params = params_lib.params_from_flags(FLAGS)
+  model_fn = registry.resolve_model_fn(params['model'])
+  input_fn = registry.resolve_input_fn(params['input'])
   results = {}
   if estimator_compat.has_estimator():
-    results['estimator'] = estimator_steps_per_sec(steps)
-  results['tf2'] = tf2_steps_per_sec(steps)
-  results['tf2_nojit'] = tf2_steps_per_sec(steps, jit_compile=False)
-  results['keras_fit'] = keras_steps_per_sec(steps)
+    results['estimator'] = estimator_steps_per_sec(steps, model_fn, input_fn)
+  results['tf2'] = tf2_steps_per_sec(steps, model_fn, input_fn)
+  results['tf2_nojit'] = tf2_steps_per_sec(steps, model_fn, input_fn,
+                                           jit_compile=False)
+  results['keras_fit'] = keras_steps_per_sec(steps, input_fn)
   print(f'model {FLAGS.model}, batch {FLAGS.train_batch_size}, '
         f'iterations_per_loop {FLAGS.iterations_per_loop}, {steps} timed '
         f'steps, input {FLAGS.input}, TF {tf.__version__}')

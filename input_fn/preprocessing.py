@@ -77,7 +77,7 @@ def preprocess(image, is_training, params, seed=None):
   Evaluation with inception_crop takes the central 87.5% first.
   """
   size = params['image_size']
-  augmentation = params.get('augmentation', 'none')
+  augmentation = params['augmentation']
   if is_training and augmentation != 'none' and seed is None:
     raise ValueError(f'augmentation={augmentation!r} needs a per-example '
                      'seed (see input_fn.tfrecord).')

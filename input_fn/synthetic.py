@@ -10,7 +10,7 @@ def input_fn(params):
   """
   size, channels = params['image_size'], params['image_channels']
   batch = params['batch_size']
-  dtype = tf.bfloat16 if params.get('precision') == 'bfloat16' else tf.float32
+  dtype = tf.bfloat16 if params['precision'] == 'bfloat16' else tf.float32
   images = tf.random.stateless_uniform([batch, size, size, channels],
                                        seed=[1, 2], minval=-1.0, maxval=1.0)
   labels = tf.random.stateless_uniform([batch], seed=[3, 4], minval=0,

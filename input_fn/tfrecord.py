@@ -16,12 +16,12 @@ _AUTOTUNE = tf.data.AUTOTUNE
 
 def is_training(params):
   """True when the runner asked for the training split (params['mode'])."""
-  return params.get('mode', 'train') == 'train'
+  return params['mode'] == 'train'
 
 
 def list_files(params, training):
   """Sorted files of the split; ValueError naming the pattern if none."""
-  data_dir = params.get('data_dir')
+  data_dir = params['data_dir']
   if not data_dir:
     raise ValueError("params['data_dir'] (--data_dir) is not set.")
   pattern = feature_lib.file_pattern(data_dir, training)
@@ -36,7 +36,7 @@ def parse_and_preprocess(record, training, params, seed=None):
   parsed = tf.io.parse_single_example(record, feature_lib.FEATURE_SPEC)
   image = preprocessing.decode(parsed, params['image_channels'])
   image = preprocessing.preprocess(image, training, params, seed)
-  if params.get('precision') == 'bfloat16':
+  if params['precision'] == 'bfloat16':
     image = tf.cast(image, tf.bfloat16)  # Halves host-to-device bytes.
   label = tf.cast(parsed[feature_lib.LABEL], tf.int32)
   return {'image': image}, label
@@ -45,7 +45,7 @@ def parse_and_preprocess(record, training, params, seed=None):
 def _record_reader(params):
   """filename -> records; skips a corrupt record and the rest of its file
   when params['skip_corrupt_records']."""
-  if not params.get('skip_corrupt_records'):
+  if not params['skip_corrupt_records']:
     return tf.data.TFRecordDataset
   return lambda path: tf.data.TFRecordDataset(path).ignore_errors(
       log_warning=True)
@@ -63,7 +63,7 @@ def input_fn(params):
   training = is_training(params)
   files = list_files(params, training)
   num_shards, index = sharding.input_shard(params)
-  seed = params.get('seed')
+  seed = params['seed']
   dataset = tf.data.Dataset.from_tensor_slices(files)
   if num_shards > 1:
     if len(files) < num_shards:
@@ -76,12 +76,12 @@ def input_fn(params):
   dataset = dataset.interleave(
       _record_reader(params), cycle_length=min(CYCLE_LENGTH, len(files)),
       num_parallel_calls=_AUTOTUNE, deterministic=True)
-  if params.get('cache'):
+  if params['cache']:
     dataset = dataset.cache()
   if training:
-    dataset = dataset.shuffle(params.get('shuffle_buffer', 10000), seed=seed)
+    dataset = dataset.shuffle(params['shuffle_buffer'], seed=seed)
     dataset = dataset.repeat()
-  if training and params.get('augmentation', 'none') != 'none':
+  if training and params['augmentation'] != 'none':
     # One stateless seed per example: augmentation is reproducible for a
     # given --seed, whatever order the parallel map's threads run in.
     seeds = tf.data.Dataset.random(seed=seed).batch(2, drop_remainder=True)
@@ -93,7 +93,7 @@ def input_fn(params):
     dataset = dataset.map(
         lambda record: parse_and_preprocess(record, training, params),
         num_parallel_calls=_AUTOTUNE, deterministic=True)
-  drop_remainder = params.get('mode') != 'infer'
+  drop_remainder = params['mode'] != 'infer'
   dataset = dataset.batch(params['batch_size'], drop_remainder=drop_remainder)
   return dataset.prefetch(_AUTOTUNE)
 
@@ -107,7 +107,7 @@ def count_records(params, training=False):
   """
   files = list_files(params, training)
   scans = corrupt_records.scan_files(files)
-  if any(s.error for s in scans) and not params.get('skip_corrupt_records'):
+  if any(s.error for s in scans) and not params['skip_corrupt_records']:
     raise corrupt_records.corrupt_file_error(files)
   return sum(s.records for s in scans)
 

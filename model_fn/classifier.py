@@ -49,7 +49,7 @@ def training_loss(network, images, labels, params):
   `layers.logits` head, per slice of classes; the full logits the network
   also returns are not needed by the loss or train_op and never run.
   """
-  label_smoothing = params.get('label_smoothing', 0.0)
+  label_smoothing = params['label_smoothing']
   k = slicing.num_slices(params, 'logits')
   if k == 1:
     logits = _logits(network, images, True, params)
@@ -65,7 +65,7 @@ def training_loss(network, images, labels, params):
 
 
 def _scaffold_fn(params, model_variables):
-  if not params.get('init_checkpoint'):
+  if not params['init_checkpoint']:
     return None
   return warm_start.make_scaffold_fn(
       params['init_checkpoint'],
@@ -88,7 +88,7 @@ def _train_op(network, images, labels, params, optimizer, global_step):
         optimizer,
         lambda x, y: training_loss(network, x, y, params),
         [images, labels], k)
-    if params.get('weight_decay', 0.0):
+    if params['weight_decay']:
       decay = optimization.weight_decay_loss(params)
       decay_grads = dict((v.ref(), g) for g, v in
                          optimizer.compute_gradients(decay) if g is not None)
@@ -141,7 +141,7 @@ def build_classifier_model_fn(network):
       return TPUEstimatorSpec(mode=mode, predictions=predictions)
 
     loss = cross_entropy(labels, logits, logits.shape[-1],
-                         params.get('label_smoothing', 0.0))
+                         params['label_smoothing'])
     loss += optimization.weight_decay_loss(params)
     return TPUEstimatorSpec(
         mode=mode, loss=loss, scaffold_fn=_scaffold_fn(params, model_variables),

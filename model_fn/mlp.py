@@ -9,7 +9,7 @@ from model_fn import slicing
 def mlp(images, is_training, params):
   """Returns logits [batch, num_classes] in the dtype of `images`.
 
-  params: `mlp_hidden_units` (list of widths, default [128]), `num_classes`,
+  params: `mlp_hidden_units` (list of widths), `num_classes`,
   and `num_slices` / `slice`: with slice == 'dense', each odd hidden layer
   (1st, 3rd, ...) is computed in slices of its units together with the layer
   that consumes it, so its full activation never exists.
@@ -17,7 +17,7 @@ def mlp(images, is_training, params):
   sliced or not.
   """
   del is_training  # No dropout or batch norm.
-  hidden_units = [int(u) for u in params.get('mlp_hidden_units', [128])]
+  hidden_units = [int(u) for u in params['mlp_hidden_units']]
   k = slicing.num_slices(params, 'dense')
   with tf.compat.v1.variable_scope('mlp'):
     x = layers.flatten(images)

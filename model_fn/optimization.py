@@ -16,9 +16,9 @@ def learning_rate_schedule(global_step, params):
   warmup_steps, train_steps, lr_decay_steps, lr_decay_factor.
   """
   base = params['learning_rate']
-  schedule = params.get('lr_schedule', 'constant')
-  warmup = int(params.get('warmup_steps', 0))
-  total = int(params.get('train_steps', 1))
+  schedule = params['lr_schedule']
+  warmup = int(params['warmup_steps'])
+  total = int(params['train_steps'])
   step = tf.cast(global_step, tf.float32)
   if schedule == 'constant':
     decayed = tf.constant(base, tf.float32)
@@ -30,8 +30,8 @@ def learning_rate_schedule(global_step, params):
     else:
       decayed = base * (1.0 - progress)
   elif schedule == 'piecewise':
-    boundaries = [int(b) for b in params.get('lr_decay_steps', [])]
-    factor = params.get('lr_decay_factor', 0.1)
+    boundaries = [int(b) for b in params['lr_decay_steps']]
+    factor = params['lr_decay_factor']
     passed = tf.add_n([tf.cast(step >= b, tf.float32) for b in boundaries]
                       ) if boundaries else tf.constant(0.0)
     decayed = base * tf.pow(tf.constant(factor, tf.float32), passed)
@@ -46,18 +46,18 @@ def learning_rate_schedule(global_step, params):
 
 def make_optimizer(learning_rate, params):
   """A tf.compat.v1 optimizer; wrapped in CrossShardOptimizer iff on TPU."""
-  name = params.get('optimizer', 'sgd')
+  name = params['optimizer']
   if name == 'sgd':
     optimizer = _v1.train.GradientDescentOptimizer(learning_rate)
   elif name == 'momentum':
     optimizer = _v1.train.MomentumOptimizer(
-        learning_rate, momentum=params.get('momentum', 0.9))
+        learning_rate, momentum=params['momentum'])
   elif name == 'adam':
     optimizer = _v1.train.AdamOptimizer(learning_rate)
   else:
     raise ValueError(f"params['optimizer'] must be sgd, momentum or adam, "
                      f'got {name!r}.')
-  if params.get('use_tpu'):
+  if params['use_tpu']:
     optimizer = _v1.tpu.CrossShardOptimizer(optimizer)
   return optimizer
 
@@ -70,7 +70,7 @@ def decays(variable_name):
 
 def weight_decay_loss(params):
   """params['weight_decay'] * sum of L2 of decayed trainable variables."""
-  coefficient = params.get('weight_decay', 0.0)
+  coefficient = params['weight_decay']
   if not coefficient:
     return tf.constant(0.0, tf.float32)
   weights = [tf.cast(v, tf.float32) for v in _v1.trainable_variables()

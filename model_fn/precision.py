@@ -13,8 +13,8 @@ _DTYPES = {'float32': tf.float32, 'bfloat16': tf.bfloat16}
 
 
 def compute_dtype(params):
-  """tf.float32 or tf.bfloat16, from params['precision'] (default float32)."""
-  precision = params.get('precision', 'float32')
+  """tf.float32 or tf.bfloat16, from params['precision']."""
+  precision = params['precision']
   if precision not in _DTYPES:
     raise ValueError(f"params['precision'] must be one of {sorted(_DTYPES)}, "
                      f'got {precision!r}.')

@@ -52,7 +52,7 @@ def _bottleneck_block(x, filters, strides, is_training):
 
 def stem_kind(params):
   """'imagenet' or 'small', resolving params['resnet_stem'] == 'auto'."""
-  stem = params.get('resnet_stem', 'auto')
+  stem = params['resnet_stem']
   if stem == 'auto':
     return ('imagenet' if params['image_size'] >= IMAGENET_STEM_MIN_SIZE
             else 'small')
@@ -68,7 +68,7 @@ def resnet(images, is_training, params):
   params: `resnet_depth` (18, 34, 50, 101), `resnet_stem`, `image_size`,
   `num_classes`.
   """
-  depth = int(params.get('resnet_depth', 50))
+  depth = int(params['resnet_depth'])
   if depth not in RESNET_SPECS:
     raise ValueError(f"params['resnet_depth'] must be one of "
                      f'{sorted(RESNET_SPECS)}, got {depth}.')

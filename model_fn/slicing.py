@@ -28,11 +28,11 @@ def num_slices(params, what):
   """k if params slice `what` in k > 1 slices, else 1."""
   if what not in SLICE_MODES:
     raise ValueError(f'unknown slice mode {what!r}; one of {SLICE_MODES}.')
-  k = int(params.get('num_slices', 1))
+  k = int(params['num_slices'])
   if k < 1:
     raise ValueError(f"params['num_slices'] (--num_slices) must be >= 1, "
                      f'got {k}.')
-  return k if k > 1 and params.get('slice', 'batch') == what else 1
+  return k if k > 1 and params['slice'] == what else 1
 
 
 def slice_sizes(total, k, what='dimension'):

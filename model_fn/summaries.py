@@ -12,10 +12,10 @@ def make_host_call(params, global_step, loss, learning_rate):
   Summaries go to params['model_dir']; without it there is nowhere to write.
   Tensors are reshaped to [1] because host_call concatenates along dim 0.
   """
-  model_dir = params.get('model_dir')
+  model_dir = params['model_dir']
   if not model_dir:
     return None
-  max_queue = int(params.get('iterations_per_loop', 100))
+  max_queue = int(params['iterations_per_loop'])
 
   def host_call_fn(global_step, loss, learning_rate):
     step = global_step[0]

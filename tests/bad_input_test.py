@@ -94,7 +94,7 @@ def test_training_on_a_corrupt_file_names_it(tmp_path):
                                 runner=params_lib.default_runner())
   with pytest.raises(corrupt_records.CorruptRecordError) as raised:
     with run_guard.guarded(params):
-      runners.run(params)
+      runners.run(params, models.MODEL_FNS['mlp'], tfrecord.input_fn)
   assert path in str(raised.value)
   assert isinstance(raised.value.__cause__, tf.errors.DataLossError)
   assert path not in str(raised.value.__cause__)  # What TF alone says.

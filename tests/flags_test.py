@@ -8,6 +8,7 @@ from absl.testing import absltest
 
 import flags as trainer_flags
 from trainer import params as params_lib
+from trainer import registry
 
 
 def parse(*args):
@@ -43,25 +44,27 @@ class FlagValidationTest(absltest.TestCase):
     self.assert_rejected(['--train_steps=0'], 'train_steps')
     self.assert_rejected(['--iterations_per_loop=-1'], 'iterations_per_loop')
 
-  def test_unknown_model(self):
-    self.assert_rejected(['--model=transformer'], '--model', 'transformer',
-                         'mlp')
-
-  def test_model_module_that_does_not_exist(self):
-    self.assert_rejected(['--model=no_such_pkg.models:fn'], '--model',
-                         'no_such_pkg.models')
-
-  def test_model_function_that_does_not_exist(self):
-    self.assert_rejected(['--model=model_fn.models:nope'], 'nope')
-
-  def test_unknown_input(self):
-    self.assert_rejected(['--input=csv'], '--input', 'csv')
-
   def test_unknown_mode(self):
     self.assert_rejected(['--mode=fit'], 'mode')
 
   def test_use_tpu_without_tpu(self):
     self.assert_rejected(['--use_tpu'], '--use_tpu', '--tpu')
+
+  def test_piecewise_needs_boundaries(self):
+    self.assert_rejected(['--lr_schedule=piecewise'], '--lr_schedule',
+                         '--lr_decay_steps')
+
+  def test_batch_slices_need_a_per_core_batch(self):
+    self.assert_rejected(['--num_slices=32', '--train_batch_size=128'],
+                         '--slice=batch', '--num_slices=32')
+
+  def test_model_and_input_modules_are_not_imported_at_parse_time(self):
+    with tempfile.TemporaryDirectory() as directory:
+      module = os.path.join(directory, 'user_model.py')
+      with open(module, 'w') as f:
+        f.write('raise RuntimeError("imported")\n')
+      fv = parse(f'--model={module}:model_fn', f'--input={module}:input_fn')
+    self.assertEqual(fv.model, f'{module}:model_fn')
 
   def test_bad_hidden_units(self):
     self.assert_rejected(['--mlp_hidden_units=128,x'], '--mlp_hidden_units')
@@ -76,6 +79,31 @@ class FlagValidationTest(absltest.TestCase):
     self.assertEqual(fv.model, 'resnet')
     self.assertEqual(fv.resnet_depth, '18')
     self.assertEqual(fv.train_steps, 9)  # Explicit flags win over the file.
+
+
+class RegistryTest(absltest.TestCase):
+  """--model and --input, resolved by the entry point: errors name the flag."""
+
+  def assert_unresolved(self, resolve, spec, *fragments):
+    with self.assertRaises(ValueError) as ctx:
+      resolve(spec)
+    for fragment in fragments:
+      self.assertIn(fragment, str(ctx.exception))
+
+  def test_unknown_model(self):
+    self.assert_unresolved(registry.resolve_model_fn, 'transformer', '--model',
+                           'transformer', 'mlp')
+
+  def test_model_module_that_does_not_exist(self):
+    self.assert_unresolved(registry.resolve_model_fn, 'no_such_pkg.models:fn',
+                           '--model', 'no_such_pkg.models')
+
+  def test_model_function_that_does_not_exist(self):
+    self.assert_unresolved(registry.resolve_model_fn, 'model_fn.models:nope',
+                           '--model', 'nope')
+
+  def test_unknown_input(self):
+    self.assert_unresolved(registry.resolve_input_fn, 'csv', '--input', 'csv')
 
 
 class ConfigFilesTest(absltest.TestCase):
@@ -120,10 +148,15 @@ class ParamsFromFlagsTest(absltest.TestCase):
     self.assertNotIn('batch_size', params)
     self.assertNotIn('context', params)
 
-  def test_missing_model_dir_gets_fresh_directory(self):
+  def test_missing_model_dir_is_left_to_the_entry_point(self):
     params = params_lib.params_from_flags(parse())
-    self.assertTrue(os.path.isdir(params['model_dir']))
-    self.assertEqual(os.listdir(params['model_dir']), [])
+    self.assertIsNone(params['model_dir'])  # Nothing created.
+    self.assertIsNone(params['export_dir'])
+    params = params_lib.with_model_dir(params, '/tmp/y')
+    self.assertEqual(params['export_dir'], '/tmp/y/export')
+    self.assertEqual(params_lib.with_model_dir(
+        params_lib.params_from_flags(parse('--export_dir=/e')),
+        '/tmp/y')['export_dir'], '/e')
 
   def test_validate_rejects_warmup_longer_than_training(self):
     params = params_lib.params_from_flags(parse('--model_dir=/tmp/x'))
@@ -132,9 +165,10 @@ class ParamsFromFlagsTest(absltest.TestCase):
       params_lib.validate_params(params)
 
   def test_piecewise_needs_boundaries(self):
+    params = params_lib.params_from_flags(parse('--model_dir=/tmp/x'))
+    params.update(lr_schedule='piecewise')
     with self.assertRaisesRegex(ValueError, '--lr_decay_steps'):
-      params_lib.params_from_flags(
-          parse('--lr_schedule=piecewise', '--model_dir=/tmp/x'))
+      params_lib.validate_params(params)
 
 
 if __name__ == '__main__':

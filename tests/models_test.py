@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from model_fn import mlp
 from model_fn import resnet
+from tests import testutil
 
 _v1 = tf.compat.v1
 
@@ -24,8 +25,8 @@ def _trainable_count():
 
 def test_mlp_default_is_784_128_10():
   with tf.Graph().as_default():
-    logits = mlp.mlp(tf.zeros([5, 28, 28, 1]), True,
-                     {'num_classes': 10, 'mlp_hidden_units': [128]})
+    logits = mlp.mlp(tf.zeros([5, 28, 28, 1]), True, testutil.base_params(
+        num_classes=10, mlp_hidden_units=[128]))
     assert logits.shape.as_list() == [5, 10]
     names = sorted(v.name for v in _v1.trainable_variables())
     assert names == ['mlp/dense1/bias:0', 'mlp/dense1/kernel:0',
@@ -35,8 +36,8 @@ def test_mlp_default_is_784_128_10():
 
 def test_mlp_depth_and_width_configurable():
   with tf.Graph().as_default():
-    mlp.mlp(tf.zeros([2, 8, 8, 1]), True,
-            {'num_classes': 3, 'mlp_hidden_units': [32, 16, 8]})
+    mlp.mlp(tf.zeros([2, 8, 8, 1]), True, testutil.base_params(
+        num_classes=3, mlp_hidden_units=[32, 16, 8]))
     assert _trainable_count() == (64 * 32 + 32) + (32 * 16 + 16) + (
         16 * 8 + 8) + (8 * 3 + 3)
 
@@ -45,17 +46,18 @@ def test_mlp_depth_and_width_configurable():
 def test_resnet_imagenet_parameter_count(depth):
   with tf.Graph().as_default():
     images = _v1.placeholder(tf.float32, [None, 224, 224, 3])
-    logits = resnet.resnet(images, True, {
-        'resnet_depth': depth, 'resnet_stem': 'auto', 'image_size': 224,
-        'num_classes': 1000})
+    logits = resnet.resnet(images, True, testutil.base_params(
+        resnet_depth=depth, resnet_stem='auto', image_size=224,
+        num_classes=1000))
     assert logits.shape.as_list() == [None, 1000]
     assert _trainable_count() == RESNET_IMAGENET_PARAMS[depth]
 
 
 def test_resnet50_variable_names():
   with tf.Graph().as_default():
-    resnet.resnet(_v1.placeholder(tf.float32, [None, 224, 224, 3]), True, {
-        'resnet_depth': 50, 'image_size': 224, 'num_classes': 1000})
+    resnet.resnet(_v1.placeholder(tf.float32, [None, 224, 224, 3]), True,
+                  testutil.base_params(resnet_depth=50, resnet_stem='auto',
+                                       image_size=224, num_classes=1000))
     names = {v.name.split(':')[0] for v in _v1.global_variables()}
   for expected in ('resnet50/stem/conv/kernel',
                    'resnet50/stem/batch_norm/gamma',
@@ -68,8 +70,8 @@ def test_resnet50_variable_names():
 
 def test_resnet_small_stem_keeps_resolution():
   with tf.Graph().as_default():
-    params = {'resnet_depth': 18, 'resnet_stem': 'auto', 'image_size': 32,
-              'num_classes': 10}
+    params = testutil.base_params(resnet_depth=18, resnet_stem='auto',
+                                  image_size=32, num_classes=10)
     assert resnet.stem_kind(params) == 'small'
     logits = resnet.resnet(tf.zeros([2, 32, 32, 3]), False, params)
     assert logits.shape.as_list() == [2, 10]
@@ -81,14 +83,14 @@ def test_resnet_small_stem_keeps_resolution():
 def test_resnet_rejects_unknown_depth():
   with tf.Graph().as_default():
     with pytest.raises(ValueError, match='resnet_depth'):
-      resnet.resnet(tf.zeros([1, 32, 32, 3]), True,
-                    {'resnet_depth': 42, 'image_size': 32, 'num_classes': 10})
+      resnet.resnet(tf.zeros([1, 32, 32, 3]), True, testutil.base_params(
+          resnet_depth=42, image_size=32, num_classes=10))
 
 
 def test_resnet_training_adds_batch_norm_updates():
   with tf.Graph().as_default():
-    resnet.resnet(tf.zeros([2, 16, 16, 1]), True, {
-        'resnet_depth': 18, 'image_size': 16, 'num_classes': 4})
+    resnet.resnet(tf.zeros([2, 16, 16, 1]), True, testutil.base_params(
+        resnet_depth=18, resnet_stem='auto', image_size=16, num_classes=4))
     updates = _v1.get_collection(_v1.GraphKeys.UPDATE_OPS)
     bn_layers = [v for v in _v1.global_variables()
                  if v.name.endswith('moving_mean:0')]

@@ -7,10 +7,13 @@ import tensorflow as tf
 from model_fn import classifier
 from model_fn import metrics
 from model_fn import optimization
+from tests import testutil
 
 
 def _lr(step, **params):
-  params = dict({'learning_rate': 0.1, 'train_steps': 100}, **params)
+  params = testutil.base_params(**dict(
+      {'learning_rate': 0.1, 'train_steps': 100, 'lr_schedule': 'constant'},
+      **params))
   return float(optimization.learning_rate_schedule(tf.constant(step), params))
 
 
@@ -55,7 +58,8 @@ def test_weight_decay_loss_value():
     tf.compat.v1.get_variable('fc/kernel', initializer=[[1.0, 2.0]])
     tf.compat.v1.get_variable('fc/bias', initializer=[5.0])
     tf.compat.v1.get_variable('batch_norm/gamma', initializer=[7.0])
-    loss = optimization.weight_decay_loss({'weight_decay': 0.1})
+    loss = optimization.weight_decay_loss(
+        testutil.base_params(weight_decay=0.1))
     sess.run(tf.compat.v1.global_variables_initializer())
     assert sess.run(loss) == pytest.approx(0.1 * (1.0 + 4.0) / 2)
 
@@ -76,10 +80,10 @@ def test_optimizers_by_name():
     for name, cls in (('sgd', tf.compat.v1.train.GradientDescentOptimizer),
                       ('momentum', tf.compat.v1.train.MomentumOptimizer),
                       ('adam', tf.compat.v1.train.AdamOptimizer)):
-      assert isinstance(optimization.make_optimizer(0.1, {'optimizer': name}),
-                        cls)
-    on_tpu = optimization.make_optimizer(0.1, {'optimizer': 'sgd',
-                                               'use_tpu': True})
+      assert isinstance(optimization.make_optimizer(
+          0.1, testutil.base_params(optimizer=name)), cls)
+    on_tpu = optimization.make_optimizer(
+        0.1, testutil.base_params(optimizer='sgd', use_tpu=True))
     assert isinstance(on_tpu, tf.compat.v1.tpu.CrossShardOptimizer)
 
 

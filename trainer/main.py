@@ -9,6 +9,7 @@ preempted by SIGTERM after writing a checkpoint (run it again to continue).
 
 import logging as logging_lib
 import sys
+import tempfile
 
 from absl import app
 from absl import flags
@@ -18,6 +19,7 @@ import flags as trainer_flags
 from input_fn import corrupt_records
 from model_fn import warm_start
 from trainer import params as params_lib
+from trainer import registry
 from trainer import runners
 from trainer import tpu_cluster
 from trainer.guard import fingerprint
@@ -50,12 +52,19 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   try:
     params = params_lib.params_from_flags(FLAGS)
+    # The only import of the modules --model and --input name.
+    model_fn = registry.resolve_model_fn(params['model'])
+    input_fn = registry.resolve_input_fn(params['input'])
     extra = run_guard.check_inputs(params)  # Before any graph is built.
   except ValueError as e:
     raise app.UsageError(str(e)) from e
+  if params['model_dir'] is None:
+    params = params_lib.with_model_dir(params,
+                                       tempfile.mkdtemp(prefix='trainer-'))
+    logging.info('No --model_dir: using new directory %s', params['model_dir'])
   try:
     with run_guard.guarded(params):
-      result = dict(runners.run(params), **extra)
+      result = dict(runners.run(params, model_fn, input_fn), **extra)
   except preemption.PreemptedError as e:
     logging.warning('%s', e)
     print(f'preempted: {e}', file=sys.stderr)

@@ -1,13 +1,15 @@
 """Turns parsed flags into the one validated `params` dict passed down.
 
 model_fn/ and input_fn/ see only this dict (plus what the runner adds:
-batch_size, context, use_tpu, mode).
+batch_size, context, use_tpu, mode). Every flag is in it, under its name, so
+model code indexes it and never invents a default of its own.
+
+The rules between flags live here, once (RULES): flags.py checks each at
+parse time (naming the flags it reads), and validate_params checks params
+built in code.
 """
 
 import os
-import tempfile
-
-from absl import logging
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
@@ -15,7 +17,7 @@ DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
 # Flags copied into params unchanged.
 _PLAIN_KEYS = (
     'tpu', 'tpu_zone', 'gcp_project', 'num_cores', 'iterations_per_loop',
-    'mode', 'model', 'input', 'export_dir', 'seed', 'train_steps',
+    'mode', 'model', 'input', 'seed', 'train_steps',
     'eval_steps', 'steps_per_eval', 'train_batch_size', 'eval_batch_size',
     'num_classes', 'image_size', 'image_channels', 'augmentation', 'cache',
     'shuffle_buffer', 'resnet_stem', 'precision', 'optimizer',
@@ -26,25 +28,35 @@ _PLAIN_KEYS = (
 )
 
 
-def params_from_flags(flag_values):
-  """The params dict for the parsed `flag_values`, validated."""
-  f = flag_values
-  params = {key: f[key].value for key in _PLAIN_KEYS}
-  params['use_tpu'] = bool(f.tpu) if f.use_tpu is None else bool(f.use_tpu)
-  params['runner'] = f.runner or default_runner()
-  params['model_dir'] = f.model_dir or tempfile.mkdtemp(prefix='trainer-')
-  if not f.model_dir:
-    logging.info('No --model_dir: using new directory %s', params['model_dir'])
-  params['data_dir'] = f.data_dir or DEFAULT_DATA_DIR
-  if f.use_synthetic_data:
+def params_from_flags(flag_values, validate=True):
+  """The params dict of parsed `flag_values` (absl FlagValues), validated.
+
+  params['model_dir'] is None when --model_dir is unset: the entry point
+  chooses one (with_model_dir). Raises ValueError naming the flag at fault.
+  """
+  value = {name: flag_values[name].value for name in flag_values}
+  params = {key: value[key] for key in _PLAIN_KEYS}
+  params['use_tpu'] = (bool(value['tpu']) if value['use_tpu'] is None
+                       else bool(value['use_tpu']))
+  params['runner'] = value['runner'] or default_runner()
+  params['data_dir'] = value['data_dir'] or DEFAULT_DATA_DIR
+  if value['use_synthetic_data']:
     params['input'] = 'synthetic'
-  params['mlp_hidden_units'] = [int(u) for u in f.mlp_hidden_units]
-  params['resnet_depth'] = int(f.resnet_depth)
-  params['lr_decay_steps'] = [int(s) for s in f.lr_decay_steps]
-  params['export_dir'] = f.export_dir or os.path.join(params['model_dir'],
-                                                      'export')
-  validate_params(params)
+  params['mlp_hidden_units'] = [int(u) for u in value['mlp_hidden_units']]
+  params['resnet_depth'] = int(value['resnet_depth'])
+  params['lr_decay_steps'] = [int(s) for s in value['lr_decay_steps']]
+  params['export_dir'] = value['export_dir']
+  params = with_model_dir(params, value['model_dir'])
+  if validate:
+    validate_params(params)
   return params
+
+
+def with_model_dir(params, model_dir):
+  """params with `model_dir`; export_dir defaults to MODEL_DIR/export."""
+  export_dir = params.get('export_dir') or (
+      os.path.join(model_dir, 'export') if model_dir else None)
+  return dict(params, model_dir=model_dir, export_dir=export_dir)
 
 
 def default_runner():
@@ -53,35 +65,42 @@ def default_runner():
   return 'estimator' if estimator_compat.has_estimator() else 'tf2'
 
 
-def validate_params(params):
-  """Raises ValueError naming the flag when `params` cannot work together."""
+def _check_runner(params):
   if params.get('runner') == 'estimator' and default_runner() != 'estimator':
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     raise ValueError(f'--runner=estimator: TensorFlow {tf.__version__} has no '
                      'tf.estimator (removed in 2.16); use --runner=tf2.')
+
+
+def _check_batches(params):
   for key in ('train_batch_size', 'eval_batch_size'):
     if params[key] % params['num_cores']:
       raise ValueError(f'--{key}={params[key]} is a global batch and must be '
                        f'divisible by --num_cores={params["num_cores"]}.')
-  for key in ('train_steps', 'steps_per_eval', 'iterations_per_loop',
-              'train_batch_size', 'eval_batch_size', 'save_checkpoints_steps'):
-    if params[key] <= 0:
-      raise ValueError(f'--{key} must be a positive integer, got '
-                       f'{params[key]}.')
+
+
+def _check_use_tpu(params):
   if params['use_tpu'] and not params['tpu']:
     raise ValueError('--use_tpu needs --tpu (a TPU name or grpc:// address).')
+
+
+def _check_warmup(params):
   if params['warmup_steps'] and params['warmup_steps'] >= params['train_steps']:
     raise ValueError(f'--warmup_steps={params["warmup_steps"]} must be below '
                      f'--train_steps={params["train_steps"]}.')
+
+
+def _check_piecewise(params):
   if params['lr_schedule'] == 'piecewise' and not params['lr_decay_steps']:
     raise ValueError('--lr_schedule=piecewise needs --lr_decay_steps.')
+
+
+def _check_hidden_units(params):
   if params['model'] == 'mlp' and not params['mlp_hidden_units']:
     raise ValueError('--mlp_hidden_units must name at least one layer.')
-  _validate_slicing(params)
-  return params
 
 
-def _validate_slicing(params):
+def _check_slicing(params):
   """--num_slices / --slice against the model and batch they slice."""
   k, what = params['num_slices'], params['slice']
   if k == 1:
@@ -102,3 +121,27 @@ def _validate_slicing(params):
   elif what == 'logits' and params['num_classes'] < k:
     raise ValueError(f'--slice=logits: --num_classes={params["num_classes"]} '
                      f'is smaller than --num_slices={k}.')
+
+
+# (flags a rule reads, check raising ValueError naming the flag at fault).
+RULES = (
+    (('runner',), _check_runner),
+    (('train_batch_size', 'eval_batch_size', 'num_cores'), _check_batches),
+    (('use_tpu', 'tpu'), _check_use_tpu),
+    (('warmup_steps', 'train_steps'), _check_warmup),
+    (('lr_schedule', 'lr_decay_steps'), _check_piecewise),
+    (('model', 'mlp_hidden_units'), _check_hidden_units),
+    (('num_slices', 'slice', 'train_batch_size', 'num_cores', 'model',
+      'mlp_hidden_units', 'num_classes'), _check_slicing),
+)
+
+
+def validate_params(params):
+  """Raises ValueError naming the flag when `params` cannot work together.
+
+  Single-flag bounds (positive steps, batch sizes, ...) are the flags' own
+  (flags.py); these are the rules between flags.
+  """
+  for _, check in RULES:
+    check(params)
+  return params

@@ -1,15 +1,14 @@
-"""Builds the runner for params and hands it to the controller."""
+"""Builds the runner params['runner'] names and hands it to the controller."""
 
 from absl import logging
 
 from trainer import controller
-from trainer import registry
 
 
 def make_runner(params, model_fn, input_fn):
-  """The runner params['runner'] names (default estimator), logged."""
-  # pylint: disable=g-import-not-at-top  (estimator_runner needs tf.estimator)
-  if params.get('runner', 'estimator') == 'tf2':
+  """The runner params['runner'] names (estimator or tf2), logged."""
+  # pylint: disable=g-import-not-at-top  (the estimator runner needs Estimator)
+  if params['runner'] == 'tf2':
     from trainer.tf2 import runner as tf2_runner
     logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
                  params.get('num_cpu_devices', 1))
@@ -20,9 +19,6 @@ def make_runner(params, model_fn, input_fn):
   return estimator_runner.EstimatorRunner(params, model_fn, input_fn)
 
 
-def run(params):
-  """Resolves --model / --input and runs params['mode']; returns its result."""
-  model_fn = registry.resolve_model_fn(params['model'])
-  input_fn = registry.resolve_input_fn(params['input'])
-  runner = make_runner(params, model_fn, input_fn)
-  return controller.run(runner, params)
+def run(params, model_fn, input_fn):
+  """Runs params['mode'] with model_fn / input_fn; returns its result."""
+  return controller.run(make_runner(params, model_fn, input_fn), params)

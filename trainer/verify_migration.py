@@ -127,10 +127,8 @@ def max_weight_diff(a, b):
                                  b[n].astype(np.float64)))) for n in a)
 
 
-def compare(params, steps, work_dir):
+def compare(params, model_fn, input_fn, steps, work_dir):
   """Runs both runners from one checkpoint; rows (step, le, lt, dl, dw)."""
-  model_fn = registry.resolve_model_fn(params['model'])
-  input_fn = registry.resolve_input_fn(params['input'])
   params = dict(params, mode='train', train_steps=steps,
                 iterations_per_loop=1, save_checkpoints_steps=10**9,
                 init_checkpoint=None)
@@ -190,16 +188,18 @@ def main(argv):
   if not estimator_compat.has_estimator():
     raise app.UsageError(f'TensorFlow {tf.__version__} has no tf.estimator: '
                          'run the tool on the legacy lane (TF 2.15).')
-  work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix='verify-migration-')
   try:
     params = params_lib.params_from_flags(FLAGS)
+    strategy_lib.split_cpu(params['num_cpu_devices'])  # Before TF starts.
+    model_fn = registry.resolve_model_fn(params['model'])
+    input_fn = registry.resolve_input_fn(params['input'])
   except ValueError as e:
     raise app.UsageError(str(e)) from e
-  params['model_dir'] = work_dir
-  strategy_lib.split_cpu(params['num_cpu_devices'])  # Before TF starts.
+  work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix='verify-migration-')
+  params = params_lib.with_model_dir(params, work_dir)
   tolerance = (FLAGS.tolerance if FLAGS.tolerance is not None
                else default_tolerance(params))
-  rows = compare(params, FLAGS.steps, work_dir)
+  rows = compare(params, model_fn, input_fn, FLAGS.steps, work_dir)
   print(format_table(rows, tolerance))
   path = FLAGS.plot or os.path.join(work_dir, 'losses.png')
   plot(rows, path, f'{params["model"]} {params["precision"]}, '

@@ -7,13 +7,12 @@
   python -m trainer.memory --xla_check ...     # compare with XLA:CPU
 
 Takes the trainer's flags (model, precision, slicing, batch); builds the
-training graph at the per-core batch without running it (trainer/
-footprint.py) and reports bytes per component and, per TPU generation,
-whether the peak fits and the largest per-core batch that does.
+training graph at the per-core batch without running it (footprint.py) and
+reports bytes per component (report.py) and, per TPU generation, whether the
+peak fits and the largest per-core batch that does.
 """
 
 import json
-import os
 
 from absl import app
 from absl import flags
@@ -44,9 +43,8 @@ def define_memory_flags(flag_values=FLAGS):
       flag_values=flag_values)
 
 
-def report(params):
-  """report_dict for params."""
-  model_fn = registry.resolve_model_fn(params['model'])
+def report(model_fn, params):
+  """report_dict of one training step of model_fn under params."""
   return report_lib.report_dict(
       footprint.footprint(model_fn, params), params)
 
@@ -74,25 +72,24 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   try:
     params = params_lib.params_from_flags(FLAGS)
+    model_fn = registry.resolve_model_fn(params['model'])
   except ValueError as e:
     raise app.UsageError(str(e)) from e
-  if not FLAGS.model_dir:  # Nothing is written; drop the default directory.
-    os.rmdir(params['model_dir'])
-  result = report(params)
+  result = report(model_fn, params)
   if FLAGS.xla_check:
     measured = xla.measure(params)
+    total = measured['total_bytes']
     result['xla'] = measured
-    result['xla_peak_error'] = (
-        result['peak_bytes'] - measured['total_bytes']) / measured['total_bytes']
+    result['xla_peak_error'] = (result['peak_bytes'] - total) / total
     if params['precision'] != 'float32':
       logging.warning('XLA:CPU computes bfloat16 in float32; its figures are '
                       'not comparable for --precision=%s.',
                       params['precision'])
   if FLAGS.plot:
-    reports = [report(p) for p in variants(params)]
+    reports = [report(model_fn, p) for p in variants(params)]
     report_lib.plot(reports, FLAGS.plot,
-                       f'{params["model"]}, per-core batch '
-                       f'{result["per_core_batch"]}')
+                    f'{params["model"]}, per-core batch '
+                    f'{result["per_core_batch"]}')
     result['plot'] = FLAGS.plot
   if FLAGS.json:
     print(json.dumps(result))
