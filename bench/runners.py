@@ -21,6 +21,7 @@ from absl import flags
 import tensorflow as tf
 
 import flags as trainer_flags
+from trainer import controller
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
@@ -61,12 +62,8 @@ def estimator_steps_per_sec(steps, model_fn, input_fn):
   params = _params(runner='estimator', train_steps=steps + loop)
   runner = runners.make_runner(params, model_fn, input_fn)
   clock = _Clock(warmup=loop)
-
-  def train_input_fn(params):  # TPUEstimator wants the name `params`.
-    return input_fn(dict(params, mode='train'))
-
-  runner.estimator.train(train_input_fn, max_steps=steps + loop,
-                         hooks=[clock])
+  runner.estimator.train(controller.input_fn_for_mode(input_fn, 'train'),
+                         max_steps=steps + loop, hooks=[clock])
   return clock.timed_steps / (clock.stop - clock.start)
 
 
@@ -86,8 +83,8 @@ def keras_steps_per_sec(steps, input_fn):
   """Steps/s of Keras model.fit on the same network and input."""
   loop = FLAGS.iterations_per_loop
   params = _params(runner='tf2')
-  dataset = input_fn(dict(params, mode='train',
-                          batch_size=params['train_batch_size']))
+  dataset = controller.input_fn_for_mode(input_fn, 'train')(
+      dict(params, batch_size=params['train_batch_size']))
   dataset = dataset.map(lambda features, labels: (features['image'], labels))
   keras = tf.keras
   layers = [keras.layers.Flatten()]

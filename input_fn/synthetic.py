@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from model_fn import precision
+
 
 def input_fn(params):
   """An endless dataset of one fixed random batch (no host work per step).
@@ -10,7 +12,7 @@ def input_fn(params):
   """
   size, channels = params['image_size'], params['image_channels']
   batch = params['batch_size']
-  dtype = tf.bfloat16 if params['precision'] == 'bfloat16' else tf.float32
+  dtype = precision.compute_dtype(params)
   images = tf.random.stateless_uniform([batch, size, size, channels],
                                        seed=[1, 2], minval=-1.0, maxval=1.0)
   labels = tf.random.stateless_uniform([batch], seed=[3, 4], minval=0,

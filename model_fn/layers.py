@@ -19,6 +19,12 @@ BATCH_NORM_SCOPE = 'batch_norm'
 _v1 = tf.compat.v1
 
 
+def variable_name(variable):
+  """The TF1 / checkpoint name of a variable (or of its `name`): no ':0'."""
+  name = variable if isinstance(variable, str) else variable.name
+  return name.split(':')[0]
+
+
 def _variance_scaling(scale, mode):
   return _v1.variance_scaling_initializer(
       scale=scale, mode=mode, distribution='truncated_normal')

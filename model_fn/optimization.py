@@ -62,9 +62,12 @@ def make_optimizer(learning_rate, params):
   return optimizer
 
 
-def decays(variable_name):
-  """True for weights that get weight decay: not batch norm, not biases."""
-  parts = variable_name.split(':')[0].split('/')
+def decays(name):
+  """True for weights that get weight decay: not batch norm, not biases.
+
+  name: a variable's name (with or without ':0').
+  """
+  parts = layers.variable_name(name).split('/')
   return layers.BATCH_NORM_SCOPE not in parts and parts[-1] != 'bias'
 
 

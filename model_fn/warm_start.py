@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from model_fn import layers
+
 
 class InitCheckpointError(ValueError):
   """--init_checkpoint is unreadable or does not match the model."""
@@ -35,7 +37,7 @@ def make_scaffold_fn(init_checkpoint, model_variables):
         f'--init_checkpoint: cannot read {path}: {e}') from e
   assignment_map, missing, mismatched = {}, [], []
   for var in model_variables:
-    name = var.name.split(':')[0]
+    name = layers.variable_name(var)
     if name not in shapes:
       missing.append(name)
     elif list(shapes[name]) != var.shape.as_list():

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import tensorflow as tf
 
+from tests import testutil
 from trainer.guard import checkpoint_recovery
 
 
@@ -36,11 +37,6 @@ def _assert_every_checkpoint_loads(model_dir):
       assert np.all(np.isfinite(reader.get_tensor(name)))
 
 
-def _latest_step(model_dir):
-  path = tf.train.latest_checkpoint(model_dir)
-  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
-
-
 def test_leftovers_of_an_interrupted_save_are_removed(tmp_path):
   model_dir = str(tmp_path)
   _save_steps(model_dir, [10, 20, 30])
@@ -56,12 +52,12 @@ def test_leftovers_of_an_interrupted_save_are_removed(tmp_path):
   (tmp_path / ('checkpoint.tmp' + 'ab' * 16)).write_text('partial')
   # Killed while deleting an old checkpoint: its data without its index.
   (tmp_path / 'model.ckpt-0.data-00000-of-00001').write_bytes(b'old')
-  assert _latest_step(model_dir) == 30
+  assert testutil.latest_step(model_dir) == 30
 
   path = checkpoint_recovery.recover(model_dir)
 
   assert path == os.path.join(model_dir, 'model.ckpt-30')
-  assert _latest_step(model_dir) == 30
+  assert testutil.latest_step(model_dir) == 30
   assert sorted(os.listdir(model_dir)) == sorted(
       ['checkpoint'] + [f'model.ckpt-{s}.{ext}' for s in (10, 20, 30)
                         for ext in ('index', 'data-00000-of-00001', 'meta')])
@@ -77,7 +73,7 @@ def test_state_naming_a_missing_checkpoint_falls_back(tmp_path):
 
   checkpoint_recovery.recover(model_dir)
 
-  assert _latest_step(model_dir) == 20
+  assert testutil.latest_step(model_dir) == 20
   state = tf.train.get_checkpoint_state(model_dir)
   assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
       'model.ckpt-10', 'model.ckpt-20']
@@ -89,11 +85,11 @@ def test_complete_checkpoint_missing_from_the_state_is_adopted(tmp_path):
   state = (tmp_path / 'checkpoint').read_text()
   _save_steps(model_dir, [40])  # Killed after the save, before the state:
   (tmp_path / 'checkpoint').write_text(state)
-  assert _latest_step(model_dir) == 30
+  assert testutil.latest_step(model_dir) == 30
 
   checkpoint_recovery.recover(model_dir)
 
-  assert _latest_step(model_dir) == 40
+  assert testutil.latest_step(model_dir) == 40
   _assert_every_checkpoint_loads(model_dir)
 
 

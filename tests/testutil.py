@@ -9,6 +9,8 @@ import time
 import pytest
 import tensorflow as tf
 
+from trainer import controller
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS_RAW = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
 DIGITS_JPEG = os.path.join(REPO_ROOT, 'data', 'digits', 'jpeg')
@@ -81,10 +83,7 @@ def wait_for_training(process, log_path, timeout=120):
 
 def latest_step(model_dir):
   """global_step of model_dir's latest checkpoint (None if there is none)."""
-  path = tf.train.latest_checkpoint(model_dir)
-  if path is None:
-    return None
-  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
+  return controller.latest_checkpoint_step(model_dir)
 
 
 # A legacy model_fn as teams write them: TPUEstimatorSpec and ModeKeys from

@@ -8,6 +8,7 @@ checkpoints and returns early, and the controller then raises
 PreemptedError (trainer/guard/preemption.py).
 """
 
+import functools
 import json
 import os
 from typing import Any, Dict, Iterable, Optional, Protocol
@@ -26,7 +27,7 @@ class Runner(Protocol):
   """What the controller needs of a runner."""
 
   def global_step(self) -> int:
-    """The global step of the latest state (latest checkpoint, 0 if none)."""
+    """The current global step (the latest checkpoint's, 0 without one)."""
 
   def train(self, to_step: int) -> None:
     """Trains until the global step is `to_step`, checkpointing as the loop
@@ -41,6 +42,24 @@ class Runner(Protocol):
 
   def export(self, export_dir: str) -> str:
     """Writes a SavedModel under `export_dir`; returns its path."""
+
+
+def _call_for_mode(input_fn, mode, params):
+  return input_fn(dict(params, mode=mode))
+
+
+def input_fn_for_mode(input_fn, mode):
+  """input_fn(params) with params['mode'] set to `mode` (train, eval or
+  infer); its argument is named `params`, as TPUEstimator requires."""
+  return functools.partial(_call_for_mode, input_fn, mode)
+
+
+def latest_checkpoint_step(model_dir):
+  """global_step of the latest checkpoint in model_dir; None without one."""
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    return None
+  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
 
 
 def resolve_eval_steps(params):

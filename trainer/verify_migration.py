@@ -25,6 +25,8 @@ import numpy as np
 import tensorflow as tf
 
 import flags as trainer_flags
+from model_fn import layers
+from trainer import controller
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
@@ -56,7 +58,7 @@ def define_flags():
 
 
 def default_tolerance(params):
-  """The issue's tolerance for params' precision and replica count."""
+  """The tolerance in TOLERANCES for params' precision and replica count."""
   if params['precision'] == 'bfloat16':
     return TOLERANCES['bfloat16']
   if params.get('num_cpu_devices', 1) > 1:
@@ -72,7 +74,7 @@ class _StepRecorder(tf.compat.v1.train.SessionRunHook):
 
   def begin(self):
     self._loss = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)[-1]
-    self._vars = {v.name.split(':')[0]: v
+    self._vars = {layers.variable_name(v): v
                   for v in tf.compat.v1.trainable_variables()}
 
   def before_run(self, run_context):
@@ -87,22 +89,20 @@ def _run_estimator(params, model_fn, input_fn, steps):
   runner = runners.make_runner(dict(params, runner='estimator'), model_fn,
                                input_fn)
   recorder = _StepRecorder()
-
-  def train_input_fn(params):  # TPUEstimator wants the name `params`.
-    return input_fn(dict(params, mode='train'))
-
-  runner.estimator.train(train_input_fn, max_steps=steps, hooks=[recorder])
+  runner.estimator.train(controller.input_fn_for_mode(input_fn, 'train'),
+                         max_steps=steps, hooks=[recorder])
   return recorder.losses, recorder.weights
 
 
 def _run_tf2(params, model_fn, input_fn, steps):
   runner = runners.make_runner(dict(params, runner='tf2'), model_fn, input_fn)
-  trainable = {v.name.split(':')[0] for v in runner.module.trainable_variables}
+  trainable = {layers.variable_name(v)
+               for v in runner.module.trainable_variables}
   losses, weights = [], []
   for _ in range(steps):
     losses.append(float(runner.train_steps(1)[0]))
     if not trainable:
-      trainable = {v.name.split(':')[0]
+      trainable = {layers.variable_name(v)
                    for v in runner.module.trainable_variables}
     values = runner.variables()
     weights.append({n: values[n] for n in trainable})
@@ -110,7 +110,8 @@ def _run_tf2(params, model_fn, input_fn, steps):
 
 
 def _initial_checkpoint(params, model_fn, input_fn, directory):
-  """Builds the model once (tf2 runner, one device) and saves step 0."""
+  """Builds the model once under the tf2 runner and saves step 0 in
+  `directory`; both runs start from it."""
   runner = runners.make_runner(
       dict(params, runner='tf2', model_dir=directory), model_fn, input_fn)
   runner.train_steps(0)

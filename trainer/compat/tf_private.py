@@ -1,15 +1,16 @@
 """The only module that relies on private or version-dependent TF internals.
 
-Two things the tf2 runner needs have no public API:
+Three things the tf2 runner needs have no public API:
   * the Estimator's loss scaling: a tf.compat.v1 optimizer divides the loss
     by the replica count only while the strategy's private flag
     `_scale_loss_for_estimator` is set (Estimator sets it; so do we);
   * the variable store of `track_tf1_style_variables`, public in Keras 2
-    (`tf.compat.v1.keras.utils`) and only in tf-keras' source tree once
-    Keras 3 is the default (TF >= 2.16);
+    (`tf.compat.v1.keras.utils`, also on TF >= 2.16 when tf.keras is
+    tf-keras, see trainer/__init__.py) and otherwise only in tf-keras'
+    source tree;
   * the init ops of tf.summary writers made in graph mode (a collection with
     a private name), so host_call writers can be initialised and flushed.
-tests/test_tf_private.py covers both on every lane.
+tests/tf_private_test.py covers all three on every lane.
 """
 
 import contextlib

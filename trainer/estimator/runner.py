@@ -7,29 +7,15 @@ through the session hooks of trainer/estimator/hooks.py, whose checkpoint
 saver replaces the one RunConfig would add.
 """
 
-import functools
-
 import tensorflow as tf
 
+from trainer import controller
 from trainer import loop
 from trainer import serving
 from trainer import tpu_cluster
 from trainer.estimator import hooks
 
 _tpu = tf.compat.v1.estimator.tpu
-
-
-def _input_fn_for_mode(input_fn, mode, params):
-  """Calls input_fn with params['mode'] set to train, eval or infer."""
-  return input_fn(dict(params, mode=mode))
-
-
-def latest_global_step(model_dir):
-  """global_step of the latest checkpoint in model_dir, 0 if there is none."""
-  path = tf.train.latest_checkpoint(model_dir)
-  if path is None:
-    return 0
-  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
 
 
 class EstimatorRunner:
@@ -63,10 +49,10 @@ class EstimatorRunner:
     self._policy = loop.policy_for(params)
 
   def _input(self, mode):
-    return functools.partial(_input_fn_for_mode, self._input_fn, mode)
+    return controller.input_fn_for_mode(self._input_fn, mode)
 
   def global_step(self):
-    return latest_global_step(self._params['model_dir'])
+    return controller.latest_checkpoint_step(self._params['model_dir']) or 0
 
   def train(self, to_step):
     policy = self._policy

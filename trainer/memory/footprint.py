@@ -25,6 +25,9 @@ import re
 
 import tensorflow as tf
 
+from model_fn import precision
+from model_fn import slicing
+
 _BACKWARD = re.compile(r'(^|/)gradients(_\d+)?/')
 _MICRO_BATCH = re.compile(r'(^|/)(micro_batch_\d+)(_\d+)?/')
 # Ops whose output XLA stores as (a view or elementwise image of) the input.
@@ -220,7 +223,7 @@ def build_train_graph(model_fn, params):
   """(graph, spec) of model_fn in TRAIN at the per-core batch, on CPU terms."""
   from model_fn.spec import ModeKeys  # pylint: disable=g-import-not-at-top
   batch = per_core_batch(params)
-  dtype = tf.bfloat16 if params.get('precision') == 'bfloat16' else tf.float32
+  dtype = precision.compute_dtype(params)
   size, channels = params['image_size'], params['image_channels']
   graph = tf.Graph()
   with graph.as_default():
@@ -248,8 +251,7 @@ def footprint(model_fn, params):
   kept = walk.kept_for_backward()
   inputs = [graph.get_tensor_by_name('images:0'),
             graph.get_tensor_by_name('labels:0')]
-  batch_sliced = params.get('num_slices', 1) > 1 and (
-      params.get('slice') == 'batch')
+  batch_sliced = slicing.num_slices(params, 'batch') > 1
   gradient = max(_variable_bytes([v]) for v in trainable)
   if batch_sliced:
     gradient += _variable_bytes(trainable)

@@ -59,10 +59,11 @@ def largest_module(dump_dir):
 def run_one_step(model_fn, params):
   """Jit-compiles and runs one training step at the per-core batch."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from model_fn import precision  # pylint: disable=g-import-not-at-top
   from model_fn.spec import ModeKeys  # pylint: disable=g-import-not-at-top
   from trainer.memory import footprint  # pylint: disable=g-import-not-at-top
   batch = footprint.per_core_batch(params)
-  dtype = tf.bfloat16 if params['precision'] == 'bfloat16' else tf.float32
+  dtype = precision.compute_dtype(params)
   size, channels = params['image_size'], params['image_channels']
   run_params = dict(params, batch_size=batch, use_tpu=False, model_dir=None,
                     mode='train')

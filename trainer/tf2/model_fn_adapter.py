@@ -20,6 +20,7 @@ import contextlib
 
 import tensorflow as tf
 
+from model_fn import layers
 from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
@@ -27,11 +28,6 @@ _KEYS = sorted({v for k, v in vars(_v1.GraphKeys).items()
                 if not k.startswith('_') and isinstance(v, str)})
 _NONE = tf.VariableAggregation.NONE
 _track_tf1_style_variables = tf_private.track_tf1_style_variables()
-
-
-def variable_name(variable):
-  """The TF1 / checkpoint name of a variable: its name without ':0'."""
-  return variable.name.split(':')[0]
 
 
 def features_labels(element):
@@ -134,5 +130,5 @@ class ModelFnModule(tf.Module):
     """{TF1 name: variable} of every variable the model_fn has made."""
     result = {}
     for variable in self.variables:
-      result.setdefault(variable_name(variable), variable)
+      result.setdefault(layers.variable_name(variable), variable)
     return dict(sorted(result.items()))

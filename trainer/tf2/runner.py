@@ -24,6 +24,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from trainer import controller
 from trainer import loop
 from trainer.compat import estimator as estimator_compat
 from trainer.tf2 import evaluate
@@ -75,10 +76,7 @@ class Tf2Runner:
     variable = self.module.variables_by_name().get('global_step')
     if variable is not None:
       return int(variable.numpy())
-    path = tf.train.latest_checkpoint(self._params['model_dir'])
-    if path is None:
-      return 0
-    return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
+    return controller.latest_checkpoint_step(self._params['model_dir']) or 0
 
   def train(self, to_step):
     """Trains until global_step reaches `to_step`, as the loop policy says."""
@@ -129,10 +127,12 @@ class Tf2Runner:
     key = 'train_batch_size' if mode == ModeKeys.TRAIN else 'eval_batch_size'
     global_batch = self._params[key]
 
+    input_fn = controller.input_fn_for_mode(self._input_fn, mode)
+
     def dataset_fn(context):
-      params = dict(self._params, mode=mode, context=context,
-                    batch_size=context.get_per_replica_batch_size(global_batch))
-      return self._input_fn(params)
+      return input_fn(dict(
+          self._params, context=context,
+          batch_size=context.get_per_replica_batch_size(global_batch)))
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 
