@@ -41,6 +41,11 @@ def test_arguments_are_keyword_only():
     loop.LoopPolicy(10, 4, 8, 100, '/m')
 
 
+def test_begin_comes_first():
+  with pytest.raises(RuntimeError, match='begin'):
+    _policy().after_loop(4, [1.0])
+
+
 def test_loops_end_at_saves_and_at_to_step():
   policy = _policy()
   policy.begin(0, 25)

@@ -70,12 +70,17 @@ class LoopPolicy:
     self.last_saved_step = step
     self._logged = (step, self._clock())
 
+  def _to(self):
+    if self._to_step is None:
+      raise RuntimeError('LoopPolicy: call begin(step, to_step) first.')
+    return self._to_step
+
   def loop_steps(self, step):
     """Steps of the next loop from `step`, for runners that choose: at most
     steps_per_loop, ending at the next multiple of save_every_steps or at
     to_step."""
     next_save = (step // self.save_every_steps + 1) * self.save_every_steps
-    return min(self.steps_per_loop, self._to_step - step, next_save - step)
+    return min(self.steps_per_loop, self._to() - step, next_save - step)
 
   def after_loop(self, step, losses):
     """Checks and logs the loop that ended at `step`; a LoopDecision.
@@ -83,6 +88,7 @@ class LoopPolicy:
     losses: the loss of each step of the loop, or of its last step.
     Raises NonFiniteLossError naming the first step with a NaN or Inf loss.
     """
+    self._to()
     nonfinite.check_losses(losses, step, self.model_dir)
     self._stop = self._stop or preemption.requested()
     self._log_progress(step, losses)
@@ -93,7 +99,7 @@ class LoopPolicy:
     of save_every_steps reached or passed, to_step reached, or stopping."""
     if step == self.last_saved_step:
       return False
-    if self._stop or step >= self._to_step:
+    if self._stop or step >= self._to():
       return True
     every = self.save_every_steps
     return step // every > self.last_saved_step // every

@@ -43,7 +43,12 @@ class LoopPolicyHook(_v1.train.SessionRunHook):
 
 
 class _PolicyTimer:
-  """The timer interface CheckpointSaverHook uses, answered by the policy."""
+  """The timer interface CheckpointSaverHook uses, answered by the policy.
+
+  The hook asks first about an upper bound of the step (the step before the
+  run plus a large steps_per_run), which the policy answers yes (past
+  to_step), then about the real step read after the run.
+  """
 
   def __init__(self, policy):
     self._policy = policy
