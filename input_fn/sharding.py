@@ -11,7 +11,8 @@ def input_shard(params):
   if context is None:
     return 1, 0
   if hasattr(context, 'current_input_fn_deployment'):
-    _, _, index, total = context.current_input_fn_deployment()
+    # (host device, invocation index, invocation count, replicas fed).
+    _, index, total, _ = context.current_input_fn_deployment()
     return int(total), int(index)
   if hasattr(context, 'num_input_pipelines'):
     return int(context.num_input_pipelines), int(context.input_pipeline_id)

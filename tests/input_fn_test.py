@@ -91,8 +91,8 @@ class _FakeTPUContext:
     self._host, self._num_hosts = host, num_hosts
 
   def current_input_fn_deployment(self):
-    return ('PER_HOST_V2', '/job:worker/task:0/device:CPU:0', self._host,
-            self._num_hosts)
+    # (host device, invocation index, invocation count, replicas fed).
+    return ('/job:worker/task:0/device:CPU:0', self._host, self._num_hosts, 8)
 
 
 def test_tpu_context_shards_by_host():

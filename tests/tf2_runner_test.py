@@ -39,7 +39,8 @@ def _event_tags(model_dir):
 
 
 def test_trains_evaluates_predicts_with_tf1_names(tmp_path):
-  runner = _runner(tmp_path, iterations_per_loop=5, save_checkpoints_steps=10)
+  runner = _runner(tmp_path, iterations_per_loop=5, save_checkpoints_steps=10,
+                   log_step_count_steps=5, save_summary_steps=5)
   first = runner.train_steps(5)
   runner.train(20)
   assert runner.global_step() == 20
@@ -63,9 +64,15 @@ def test_trains_evaluates_predicts_with_tf1_names(tmp_path):
   assert abs(float(np.sum(predictions[0]['probabilities'])) - 1.0) < 1e-5
 
   files, tags = _event_tags(str(tmp_path / 'model'))
-  assert len(files) == 1, files  # One events file per run, not per step.
-  assert tags[summaries.LOSS_TAG] == list(range(1, 21))
+  # One events file per writer and run (host_call's, Estimator's summary
+  # hooks'), not per step.
+  assert len(files) == 2, files
+  # host_call sees each step's global_step before its update, as under
+  # TPUEstimator: 0..19 for 20 steps.
+  assert tags[summaries.LOSS_TAG] == list(range(20))
   assert summaries.LEARNING_RATE_TAG in tags
+  assert tags['loss'] == [1, 6, 11, 16]  # Estimator's own summary hooks.
+  assert tags['global_step/sec']
 
 
 def test_resumes_from_its_own_checkpoint(tmp_path):
@@ -112,8 +119,9 @@ def test_controller_train_and_evaluate(tmp_path):
   result = controller.run(runner, runner.model_params('train'))
   assert result['global_step'] == 10
   assert 0.0 <= result['top_1_accuracy'] <= 1.0
-  with pytest.raises(ValueError, match='no checkpoint'):
-    list(_runner(tmp_path / 'empty').predict())
+  empty = _runner(tmp_path / 'empty', mode='predict')
+  with pytest.raises(ValueError, match='no checkpoint to predict'):
+    controller.run(empty, empty.model_params('infer'))
 
 
 @pytest.mark.parametrize('num_cpu_devices', [1, 2])

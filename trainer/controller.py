@@ -43,6 +43,9 @@ class Runner(Protocol):
   def export(self, export_dir: str) -> str:
     """Writes a SavedModel under `export_dir`; returns its path."""
 
+  def latest_checkpoint(self) -> Optional[str]:
+    """model_dir's latest checkpoint prefix, None if there is none."""
+
 
 def _call_for_mode(input_fn, mode, params):
   return input_fn(dict(params, mode=mode))
@@ -105,6 +108,8 @@ def write_predictions(predictions, path):
   count = 0
   with tf.io.gfile.GFile(tmp, 'w') as f:
     for prediction in predictions:
+      if not isinstance(prediction, dict):  # A model_fn's lone tensor.
+        prediction = {'predictions': prediction}
       f.write(json.dumps({k: _to_python(v) for k, v in prediction.items()}))
       f.write('\n')
       count += 1
@@ -126,9 +131,16 @@ def _train(runner: Runner, params, to_step):
   preemption.raise_if_requested(runner.global_step(), params['model_dir'])
 
 
+_NEEDS_CHECKPOINT = {'evaluate': 'evaluate', 'predict': 'predict with',
+                     'export': 'export'}
+
+
 def run(runner: Runner, params):
   """Runs params['mode'] with `runner`; returns what it produced."""
   mode = params['mode']
+  if mode in _NEEDS_CHECKPOINT and runner.latest_checkpoint() is None:
+    raise ValueError(f'--model_dir={params["model_dir"]} has no checkpoint '
+                     f'to {_NEEDS_CHECKPOINT[mode]}.')
   if mode == 'train':
     _train(runner, params, params['train_steps'])
     return {'global_step': runner.global_step()}

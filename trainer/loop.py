@@ -94,6 +94,11 @@ class LoopPolicy:
     self._log_progress(step, losses)
     return LoopDecision(save=self.should_save(step), stop=self._stop)
 
+  def request_stop(self):
+    """Stop after this loop, with a checkpoint (a SessionRunHook's
+    request_stop(), or StopAtStepHook)."""
+    self._stop = True
+
   def should_save(self, step):
     """Whether to checkpoint at `step`: not yet saved there, and a multiple
     of save_every_steps reached or passed, to_step reached, or stopping."""

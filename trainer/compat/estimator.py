@@ -64,6 +64,30 @@ class EstimatorSpec(collections.namedtuple('EstimatorSpec', _SPEC_FIELDS)):
                            evaluation_hooks, prediction_hooks)
 
 
+class ServingInputReceiver(collections.namedtuple(
+    'ServingInputReceiver',
+    ('features', 'receiver_tensors', 'receiver_tensors_alternatives'))):
+  """What a serving_input_receiver_fn returns (features, receiver tensors)."""
+
+  def __new__(cls, features, receiver_tensors,
+              receiver_tensors_alternatives=None):
+    if not isinstance(features, dict):  # As Estimator's: a lone tensor
+      features = {'feature': features}  # is named 'feature'.
+    return super().__new__(cls, features, receiver_tensors,
+                           receiver_tensors_alternatives)
+
+
+class TensorServingInputReceiver(collections.namedtuple(
+    'TensorServingInputReceiver',
+    ('features', 'receiver_tensors', 'receiver_tensors_alternatives'))):
+  """A receiver whose features reach the model_fn as one tensor."""
+
+  def __new__(cls, features, receiver_tensors,
+              receiver_tensors_alternatives=None):
+    return super().__new__(cls, features, receiver_tensors,
+                           receiver_tensors_alternatives)
+
+
 def has_estimator():
   """True when this TensorFlow ships the real TPUEstimator (not stand-ins)."""
   try:
@@ -89,6 +113,13 @@ def install():
   estimator.ModeKeys = ModeKeys
   estimator.EstimatorSpec = EstimatorSpec
   estimator.tpu = types.SimpleNamespace(TPUEstimatorSpec=TPUEstimatorSpec)
+  from tensorflow.python.saved_model.model_utils import export_output  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  estimator.export = types.SimpleNamespace(
+      ServingInputReceiver=ServingInputReceiver,
+      TensorServingInputReceiver=TensorServingInputReceiver,
+      PredictOutput=export_output.PredictOutput,
+      ClassificationOutput=export_output.ClassificationOutput,
+      RegressionOutput=export_output.RegressionOutput)
   tf.estimator = estimator
   tf.compat.v1.estimator = estimator
   logging.info('TensorFlow %s has no tf.estimator: installed stand-ins for '

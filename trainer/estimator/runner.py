@@ -13,9 +13,23 @@ from trainer import controller
 from trainer import loop
 from trainer import serving
 from trainer import tpu_cluster
+from trainer.compat import estimator_calls
+from trainer.compat import op_seeds
 from trainer.estimator import hooks
 
 _tpu = tf.compat.v1.estimator.tpu
+
+
+def with_derived_op_seeds(model_fn):
+  """model_fn whose random ops get the seeds the tf2 runner gives them
+  (trainer/compat/op_seeds.py), so both runners draw the same numbers."""
+
+  def seeded_model_fn(features, labels, mode, params, config):
+    with op_seeds.derived_op_seeds():
+      return estimator_calls.call_model_fn(model_fn, features, labels, mode,
+                                           params, config)
+
+  return seeded_model_fn
 
 
 class EstimatorRunner:
@@ -32,13 +46,14 @@ class EstimatorRunner:
         save_checkpoints_steps=None,  # hooks.CheckpointSaverHook saves.
         save_checkpoints_secs=None,
         keep_checkpoint_max=params['keep_checkpoint_max'],
-        log_step_count_steps=None,  # The loop policy logs instead.
+        save_summary_steps=params.get('save_summary_steps', 100),
+        log_step_count_steps=params.get('log_step_count_steps', 100),
         tpu_config=_tpu.TPUConfig(
             iterations_per_loop=params['iterations_per_loop'],
             num_shards=params['num_cores'],
             per_host_input_for_training=_tpu.InputPipelineConfig.PER_HOST_V2))
     self.estimator = _tpu.TPUEstimator(
-        model_fn=model_fn,
+        model_fn=with_derived_op_seeds(model_fn),
         config=config,
         use_tpu=params['use_tpu'],
         train_batch_size=params['train_batch_size'],
@@ -53,6 +68,9 @@ class EstimatorRunner:
 
   def global_step(self):
     return controller.latest_checkpoint_step(self._params['model_dir']) or 0
+
+  def latest_checkpoint(self):
+    return tf.train.latest_checkpoint(self._params['model_dir'])
 
   def train(self, to_step):
     policy = self._policy

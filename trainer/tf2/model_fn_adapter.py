@@ -1,31 +1,42 @@
 """Calls an unmodified TF1 model_fn repeatedly in TF2 (eager / tf.function).
 
-`ModelFnModule` owns every variable the model_fn makes, under its TF1 name:
+`ModelFnModule` owns every variable the model_fn makes, under the name a
+TF1 graph gives it, so checkpoints move between runners:
   * get_variable goes through the tf-keras variable store
     (track_tf1_style_variables), so each call reuses the same variables;
-  * graph collections (GLOBAL/TRAINABLE_VARIABLES, UPDATE_OPS, LOSSES, ...)
-    start empty on every call and receive the variables get_variable returns,
-    so `optimizer.minimize(loss)`, `tf.compat.v1.trainable_variables()` and
+  * variables made without get_variable (Keras layers, Adam's beta1_power,
+    v1 metric accumulators) are created on the first call and returned on
+    later calls; their name is uniquified on the full scoped name in
+    creation order, as a TF1 graph does (a Keras `dense` layer and a later
+    `tf.compat.v1.layers.dense` get `dense/kernel` and `dense/kernel_1` as
+    in TF1, not the other way round);
+  * graph collections start empty on every call (as in a new graph) and
+    receive every variable made or reused (GLOBAL_VARIABLES, plus
+    TRAINABLE_VARIABLES when trainable, plus the collections asked for), so
+    `optimizer.minimize(loss)`, `tf.compat.v1.trainable_variables()` and
     UPDATE_OPS behave as in a TF1 graph;
-  * variables made with plain tf.Variable (Adam's beta1_power, optimizer
-    slots created under init_scope) are created once and returned by name
-    on later calls, as a TF1 graph built once would;
-  * global_step exists before the model_fn runs, as under Estimator;
+  * the model_fn runs with TF1 graph semantics for variables and savers
+    (trainer/compat/tf1_semantics.py) and with random-op seeds derived the
+    same way under both runners (trainer/compat/op_seeds.py);
+  * it is called the way Estimator calls it (any subset of features,
+    labels, mode, params, config), and global_step exists before it runs;
   * non-trainable float variables updated in the replica context (batch-norm
     moving averages) get MEAN aggregation so MirroredStrategy accepts them.
 """
 
 import collections
-import contextlib
+import threading
 
 import tensorflow as tf
 
 from model_fn import layers
+from trainer.compat import estimator_calls
+from trainer.compat import graph_collections
+from trainer.compat import op_seeds
+from trainer.compat import tf1_semantics
 from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
-_KEYS = sorted({v for k, v in vars(_v1.GraphKeys).items()
-                if not k.startswith('_') and isinstance(v, str)})
 _NONE = tf.VariableAggregation.NONE
 _track_tf1_style_variables = tf_private.track_tf1_style_variables()
 
@@ -42,39 +53,64 @@ def plain(fn):
   return tf.autograph.experimental.do_not_convert(fn)
 
 
-@contextlib.contextmanager
-def fresh_collections():
-  """Empties the graph collections for the duration, then restores them."""
+def fresh_collections(contents=None):
+  """The calling thread's own graph collections for the block: empty, as
+  in a new graph, or `contents`. Yields the dict that receives the block's
+  collections when it ends (trainer/compat/graph_collections.py)."""
+  return graph_collections.call_collections(_v1.get_default_graph(),
+                                            contents)
+
+
+# training_util's cache of the global-step read that hooks fetch.
+_GLOBAL_STEP_READ_KEY = 'global_step_read_op_cache'
+
+
+def _global_step_read():
+  """Creates global_step and its read at the step's start (as Estimator
+  does before the model_fn); caches the read where training_util (hooks)
+  looks for it. Returns (global_step, read)."""
+  global_step = _v1.train.get_or_create_global_step()
   graph = _v1.get_default_graph()
-  saved = {key: list(graph.get_collection(key)) for key in _KEYS}
-  for key in _KEYS:
-    del graph.get_collection_ref(key)[:]
-  try:
-    yield
-  finally:
-    for key in _KEYS:
-      ref = graph.get_collection_ref(key)
-      ref[:] = saved[key]
+  if not graph.get_collection(_GLOBAL_STEP_READ_KEY):
+    with graph.name_scope(None), graph.name_scope('global_step/'):
+      graph.add_to_collection(_GLOBAL_STEP_READ_KEY,
+                              tf.identity(global_step.read_value(), 'read'))
+  return global_step, graph.get_collection(_GLOBAL_STEP_READ_KEY)[0]
+
+
+def _is_trainable(kwargs):
+  trainable = kwargs.get('trainable')
+  if trainable is None:
+    return kwargs.get('synchronization') != tf.VariableSynchronization.ON_READ
+  return trainable
+
+
+def add_to_collections(variable, kwargs, graph=None):
+  """Puts `variable` in the collections a TF1 graph would (no duplicates).
+
+  graph: the graph the model_fn is being built in (default: the current
+  one; variable creators run under init_scope, outside it).
+  """
+  names = kwargs.get('collections')
+  names = [_v1.GraphKeys.GLOBAL_VARIABLES] if names is None else list(names)
+  if _is_trainable(kwargs) and _v1.GraphKeys.TRAINABLE_VARIABLES not in names:
+    names.append(_v1.GraphKeys.TRAINABLE_VARIABLES)
+  graph = graph or _v1.get_default_graph()
+  for name in names:
+    if not any(v is variable for v in graph.get_collection(name)):
+      graph.add_to_collection(name, variable)
 
 
 def _collecting_getter(getter, *args, **kwargs):
   """get_variable custom getter: adds what it returns to the collections."""
-  trainable = kwargs.get('trainable')
-  if trainable is None:
-    trainable = kwargs.get('synchronization') != tf.VariableSynchronization.ON_READ
+  trainable = _is_trainable(kwargs)
   aggregation = kwargs.get('aggregation') or _NONE
   if not trainable and aggregation == _NONE:
     dtype = tf.as_dtype(kwargs.get('dtype') or tf.float32)
     kwargs['aggregation'] = (tf.VariableAggregation.MEAN if dtype.is_floating
                              else tf.VariableAggregation.ONLY_FIRST_REPLICA)
   variable = getter(*args, **kwargs)
-  names = list(kwargs.get('collections') or [_v1.GraphKeys.GLOBAL_VARIABLES])
-  if trainable and _v1.GraphKeys.TRAINABLE_VARIABLES not in names:
-    names.append(_v1.GraphKeys.TRAINABLE_VARIABLES)
-  graph = _v1.get_default_graph()
-  for name in names:
-    if not any(v is variable for v in graph.get_collection(name)):
-      graph.add_to_collection(name, variable)
+  add_to_collections(variable, kwargs)
   return variable
 
 
@@ -85,39 +121,93 @@ class ModelFnModule(tf.Module):
   and inside `creation_scope()`.
   """
 
-  def __init__(self, model_fn, name='model_fn'):
+  def __init__(self, model_fn, name='model_fn', config=None):
     super().__init__(name=name)
+    estimator_calls.check_model_fn(model_fn)
     self._model_fn = model_fn
+    self._config = config
     self.created = {}  # Variables made outside get_variable, by TF1 name.
-    self._seen = collections.Counter()  # Names created in the current call.
+    self._seen = collections.Counter()  # Names made in the current call.
+    self._call_graph = None  # The graph the current call builds in.
+    self._last = threading.local()  # .collections: the thread's last call's.
+    self.unsaved_names = set()  # Not in GLOBAL_VARIABLES (metric sums).
 
   @_track_tf1_style_variables
   def __call__(self, features, labels, mode, params):
-    """The model_fn's TPUEstimatorSpec, built on this module's variables."""
+    """The model_fn's spec, built on this module's variables."""
     self._seen.clear()
+    self._call_graph = _v1.get_default_graph()
     scope = _v1.get_variable_scope()
-    with fresh_collections(), _v1.variable_scope(
-        scope, custom_getter=_collecting_getter, auxiliary_name_scope=False):
-      _v1.train.get_or_create_global_step()  # Estimator makes it first too.
-      return self._model_fn(features, labels, mode, params)
+    # At the graph's root, as Estimator calls it, whatever loop or replica
+    # scope the step is traced in: summary tags and op names are TF1's.
+    graph = self._call_graph
+    with graph.name_scope(None), fresh_collections() as call_collections, (
+        _v1.variable_scope(scope, custom_getter=_collecting_getter,
+                           auxiliary_name_scope=False)), (
+                               tf.variable_creator_scope(
+                                   self._collecting_creator(graph))), (
+                                       tf1_semantics.graph_semantics()), (
+                                           op_seeds.derived_op_seeds()):
+      self._last.collections = call_collections  # Filled when it ends.
+      # Estimator makes both before the model_fn; reads of the global step
+      # in the model_fn give its value at the step's start, as in TF1.
+      global_step, read = _global_step_read()
+      with tf1_semantics.reads_at_step_start(global_step, read):
+        return estimator_calls.call_model_fn(
+            self._model_fn, features, labels, mode, params, self._config)
+
+  @property
+  def collections(self):
+    """The graph collections the calling thread's last call built."""
+    return getattr(self._last, 'collections', {})
+
+  def in_call_collections(self):
+    """The graph collections as this thread's last call built them (e.g.
+    for hooks' begin(), which looks up the global step and summaries)."""
+    return fresh_collections(self.collections)
 
   @_track_tf1_style_variables
-  def run_in_variable_store(self, fn):
-    """fn() with this module's get_variable store as the default store.
+  def run_in_variable_store(self, fn, *args):
+    """fn(*args) with this module's get_variable store and TF1 semantics.
 
-    For a spec's scaffold_fn: init_from_checkpoint finds variables by name.
+    For a spec's scaffold_fn: init_from_checkpoint finds variables by name,
+    and an EMA saver maps them by `v.op.name`.
     """
-    return fn()
+    with tf1_semantics.graph_semantics():
+      return fn(*args)
 
   def _creator(self, next_creator, **kwargs):
+    """Creates a variable on the first call, returns it on later ones."""
     base = kwargs.get('name') or 'Variable'
-    index = self._seen[base]
-    self._seen[base] += 1
-    name = base if index == 0 else f'{base}_{index}'
-    if name not in self.created:
-      kwargs['name'] = name
-      self.created[name] = next_creator(**kwargs)
-    return self.created[name]
+    absolute = base.endswith('/')  # 'a/b/' names exactly a/b, no scope.
+    scope = _v1.get_default_graph().get_name_scope()
+    full = base.rstrip('/') if absolute or not scope else f'{scope}/{base}'
+    index = self._seen[full]
+    self._seen[full] += 1
+    key = full if index == 0 else f'{full}_{index}'
+    if key not in self.created:
+      if index:
+        kwargs['name'] = f'{base[:-1]}_{index}/' if absolute else (
+            f'{base}_{index}')
+      self.created[key] = next_creator(**kwargs)
+    variable = self.created[key]
+    requested = kwargs.get('collections')
+    if requested is not None and (
+        _v1.GraphKeys.GLOBAL_VARIABLES not in requested):
+      self.unsaved_names.add(layers.variable_name(variable))
+    return variable
+
+  def _collecting_creator(self, graph):
+    """The innermost creator of one call: whichever creator makes or finds
+    the variable (a replica other than the first gets the first's from its
+    strategy), this call's collections receive it, as in a TF1 graph."""
+
+    def creator(next_creator, **kwargs):
+      variable = next_creator(**kwargs)
+      add_to_collections(variable, kwargs, graph)
+      return variable
+
+    return creator
 
   def creation_scope(self):
     """Variable-creator scope returning earlier calls' tf.Variables by name.
@@ -126,9 +216,12 @@ class ModelFnModule(tf.Module):
     """
     return tf.variable_creator_scope(self._creator)
 
-  def variables_by_name(self):
-    """{TF1 name: variable} of every variable the model_fn has made."""
+  def variables_by_name(self, local=False):
+    """{TF1 name: variable} of the model_fn's GLOBAL_VARIABLES (what a TF1
+    Saver writes), or, if `local`, of the others (metric accumulators)."""
     result = {}
     for variable in self.variables:
-      result.setdefault(layers.variable_name(variable), variable)
+      name = layers.variable_name(variable)
+      if (name in self.unsaved_names) == local:
+        result.setdefault(name, variable)
     return dict(sorted(result.items()))

@@ -76,9 +76,10 @@ class NameBasedCheckpoints:
 class ModuleCheckpoints:
   """Checkpoints of a ModelFnModule, whose variables appear trace by trace.
 
-  Writes to `directory`; restores from the latest checkpoint of
-  `restore_dir` (model_dir; a non-chief worker writes apart, in its own
-  `directory`).
+  Writes to `directory`; restores from `restore_dir`'s checkpoints
+  (model_dir; a non-chief worker writes apart, in its own `directory`).
+  Covers the module's global variables, as a TF1 Saver does (not its
+  LOCAL_VARIABLES, e.g. metric accumulators).
   """
 
   def __init__(self, module, directory, restore_dir, max_to_keep, strategy):
@@ -92,30 +93,22 @@ class ModuleCheckpoints:
 
   @property
   def built(self):
-    """True once a trace made variables and they were initialised."""
+    """True once a trace made variables."""
     return self._checkpoints is not None
 
-  def after_trace(self, scaffold_fn=None):
-    """Initialises the variables the latest trace created.
-
-    From the latest checkpoint if there is one; otherwise, after the first
-    trace only, with the spec's `scaffold_fn` (--init_checkpoint), as
-    Estimator does.
-    """
+  def track_new_variables(self):
+    """Covers the variables the latest trace created; True if there were."""
     variables = self._module.variables_by_name()
     if self._checkpoints is not None and variables.keys() == self._names:
-      return
-    first = self._checkpoints is None
+      return False
     self._names = variables.keys()
     self._checkpoints = NameBasedCheckpoints(
         variables, self._directory, self._max_to_keep, self._strategy)
-    latest = tf.train.latest_checkpoint(self._restore_dir)
-    if latest:
-      self._checkpoints.restore(latest)
-    elif first and scaffold_fn is not None:
-      with self._strategy.scope():
-        self._module.run_in_variable_store(scaffold_fn)
-      logging.info('Initialised variables with the spec\'s scaffold_fn.')
+    return True
+
+  def restore(self, path):
+    """Restores every tracked variable from checkpoint prefix `path`."""
+    self._checkpoints.restore(path)
 
   def save(self, step):
     """Writes DIRECTORY/model.ckpt-`step`; returns its prefix."""

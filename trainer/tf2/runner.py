@@ -1,21 +1,27 @@
 """Runs an unmodified TPUEstimator model_fn / input_fn pair under tf.distribute.
 
-`Tf2Runner` is the controller's Runner (trainer/controller.py), like
-EstimatorRunner, with TF2 machinery. It owns what the parts share: the
-strategy, the model_fn's variables (model_fn_adapter.ModelFnModule), input
-and TF1 name-based checkpoints in model_dir (name_checkpoints.py), restored
-into every variable as a trace creates it; scaffold_fn (--init_checkpoint)
-applies when model_dir has none. The parts:
+`Tf2Runner` is the controller's Runner (trainer/controller.py) and the
+engine of the Estimator facade (trainer/legacy/): it behaves as TPUEstimator
+does, with TF2 machinery. It owns what the parts share: the strategy, the
+model_fn's variables (model_fn_adapter.ModelFnModule), input, the spec's
+Scaffold (honoured in every mode, scaffold.py) and TF1 name-based
+checkpoints in model_dir (name_checkpoints.py). The parts:
   * train.py: the model_fn's own train_op, iterations_per_loop steps per
-    tf.function call, host_call on the host, following the loop policy
+    tf.function call, host_call on the host, SessionRunHooks (hooks.py) and
+    Estimator's summaries (summaries.py), following the loop policy
     (trainer/loop.py);
-  * evaluate.py: evaluation, with the spec's metric_fn run on the host as
-    TPUEstimator does (host_graph.py), and prediction;
-  * export.py: the SavedModel of the PREDICT graph.
-Input: input_fn(params) per input pipeline (distribute_datasets_from_function),
-params['batch_size'] the per-replica batch, params['context'] the
-tf.distribute.InputContext. The model_fn sees params['use_tpu'] = False: the
-strategy, not CrossShardOptimizer, combines gradients across replicas.
+  * evaluate.py: evaluation (eval_metrics' metric_fn on the host, or an
+    EstimatorSpec's eval_metric_ops in the step) and prediction;
+  * export.py: a SavedModel from a serving_input_receiver_fn, with the
+    spec's export_outputs as signatures.
+
+What the model_fn and input_fn see: `model_params` (the Estimator facade
+passes the user's params) or, from trainer.main, the trainer's params plus
+params['mode'] for the input_fn; plus what TPUEstimator adds:
+params['batch_size'] (per replica), params['use_tpu'] = False for the
+model_fn (the strategy, not CrossShardOptimizer, combines gradients across
+replicas) and params['context'] for the input_fn, a TPUContext that is also
+a tf.distribute.InputContext (input_context.py).
 """
 
 import contextlib
@@ -27,31 +33,59 @@ import tensorflow as tf
 from trainer import controller
 from trainer import loop
 from trainer.compat import estimator as estimator_compat
+from trainer.compat import estimator_calls
 from trainer.tf2 import evaluate
 from trainer.tf2 import export
+from trainer.tf2 import input_context
 from trainer.tf2 import model_fn_adapter
 from trainer.tf2 import name_checkpoints
+from trainer.tf2 import scaffold as scaffold_lib
+from trainer.tf2 import spec as spec_lib
 from trainer.tf2 import strategy as strategy_lib
 from trainer.tf2 import train
 
 estimator_compat.install()  # Before model code looks the names up.
 ModeKeys = estimator_compat.ModeKeys
+_MODES = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
+
+
+def _input_fns(input_fn):
+  """{mode: input_fn} from one input_fn for every mode or such a dict."""
+  if input_fn is None or callable(input_fn):
+    return {mode: input_fn for mode in _MODES}
+  unknown = set(input_fn) - set(_MODES)
+  if unknown:
+    raise ValueError(f'input_fn modes {sorted(unknown)} are not among '
+                     f'{_MODES}.')
+  return {mode: input_fn.get(mode) for mode in _MODES}
 
 
 class Tf2Runner:
   """train / evaluate / predict / export of a model_fn under one strategy."""
 
-  def __init__(self, params, model_fn, input_fn):
+  def __init__(self, params, model_fn, input_fn=None, *, model_params=None,
+               config=None, strategy=None):
+    """params: the runner's settings (trainer/params.py keys: model_dir,
+    seed, batch sizes, iterations_per_loop, checkpoint cadence, TPU...).
+    input_fn: the default input_fn, or {mode: input_fn}; each call may pass
+    its own. model_params: the dict the model_fn and input_fn see (default:
+    params, with params['mode'] for the input_fn). config: what a model_fn
+    taking `config` gets. strategy: (strategy, kind) to use instead of the
+    one params choose.
+    """
     self._params = params
     self._model_fn = model_fn
-    self._input_fn = input_fn
+    self._input_fns = _input_fns(input_fn)
+    self._model_params = model_params
+    self.config = config
     tf.random.set_seed(params['seed'])
-    self.strategy, self.strategy_kind = strategy_lib.make_strategy(params)
-    self.jit = strategy_lib.supports_jit(self.strategy_kind) and params.get(
-        'jit_compile', True)
+    self.strategy, self.strategy_kind = strategy or (
+        strategy_lib.make_strategy(params))
+    self.jit = strategy_lib.choose_jit(self.strategy_kind,
+                                       params.get('jit_compile', 'auto'))
     self.num_replicas = self.strategy.num_replicas_in_sync
-    logging.info('tf2 runner: %s strategy, %d replica(s), jit_compile=%s.',
-                 self.strategy_kind, self.num_replicas, self.jit)
+    logging.info('tf2 runner: %s strategy, %d replica(s).',
+                 self.strategy_kind, self.num_replicas)
     for key in ('train_batch_size', 'eval_batch_size'):
       if params[key] % self.num_replicas:
         raise ValueError(f'--{key}={params[key]} must be divisible by the '
@@ -61,11 +95,11 @@ class Tf2Runner:
       self.model_dir = os.path.join(params['model_dir'],
                                     f'worker-{strategy_lib.task_index()}')
     with self.strategy.scope():
-      self.module = model_fn_adapter.ModelFnModule(model_fn)
+      self.module = model_fn_adapter.ModelFnModule(model_fn, config=config)
     self.checkpoints = name_checkpoints.ModuleCheckpoints(
         self.module, self.model_dir, params['model_dir'],
         params['keep_checkpoint_max'], self.strategy)
-    self._scaffold_fn = None
+    self.stale = False  # Variables hold another state than training's.
     self._training = train.Training(self, params['iterations_per_loop'],
                                     loop.policy_for(params))
     self._evaluation = evaluate.Evaluation(self)
@@ -74,38 +108,64 @@ class Tf2Runner:
 
   def global_step(self):
     variable = self.module.variables_by_name().get('global_step')
-    if variable is not None:
+    if variable is not None and not self.stale:
       return int(variable.numpy())
     return controller.latest_checkpoint_step(self._params['model_dir']) or 0
 
-  def train(self, to_step):
-    """Trains until global_step reaches `to_step`, as the loop policy says."""
-    self._training.train(to_step)
+  def train(self, to_step=None, *, steps=None, input_fn=None, hooks=()):
+    """Trains until global_step reaches `to_step` (or for `steps` more),
+    as the loop policy says; `hooks`: SessionRunHooks of this call."""
+    if (to_step is None) == (steps is None):
+      raise ValueError('train: give exactly one of to_step and steps.')
+    if to_step is None:
+      to_step = self.global_step() + steps
+    self._training.train(to_step, self._input_fn('train', input_fn), hooks)
 
-  def evaluate(self, steps):
-    """{'loss', metric names..., 'global_step'} over `steps` batches."""
-    return self._evaluation.evaluate(steps)
+  def evaluate(self, steps=None, *, input_fn=None, checkpoint_path=None,
+               hooks=(), name=None):
+    """{'loss', metrics..., 'global_step'} over `steps` batches (all the
+    input when None) of `checkpoint_path` (default: the latest); written
+    to model_dir/eval[_name] as Estimator does."""
+    return self._evaluation.evaluate(
+        steps, self._input_fn('eval', input_fn), checkpoint_path, hooks,
+        name)
 
-  def predict(self):
-    """Yields one dict of numpy values per example, in input order."""
-    return self._evaluation.predict()
+  def predict(self, *, input_fn=None, checkpoint_path=None, hooks=(),
+              yield_single_examples=True, predict_keys=None):
+    """Yields a dict of numpy values per example (or per batch)."""
+    return self._evaluation.predict(
+        self._input_fn('infer', input_fn), checkpoint_path, hooks,
+        yield_single_examples, predict_keys)
 
-  def export(self, export_dir):
-    """SavedModel of the PREDICT graph taking encoded images; its path."""
+  def export(self, export_dir, *, serving_input_receiver_fn=None,
+             checkpoint_path=None):
+    """SavedModel of the PREDICT graph under export_dir/TIMESTAMP; its path.
+
+    serving_input_receiver_fn: as Estimator.export_saved_model takes it
+    (TF1 placeholders included); default: the built-in models' signature
+    taking encoded images (trainer/serving.py).
+    """
+    path = checkpoint_path or self.latest_checkpoint()
+    if path is None:
+      raise ValueError(f'--model_dir={self._params["model_dir"]} has no '
+                       'checkpoint to export.')
+    if serving_input_receiver_fn is None:
+      from trainer import serving  # pylint: disable=g-import-not-at-top
+      serving_input_receiver_fn = serving.serving_input_receiver_fn_for(
+          self.model_params(ModeKeys.PREDICT))
     return export.export_saved_model(
-        self._model_fn, dict(self.model_params(ModeKeys.PREDICT),
-                             batch_size=None),
-        self.latest_checkpoint('export'), export_dir)
+        self._model_fn, self.model_params(ModeKeys.PREDICT, export=True),
+        serving_input_receiver_fn, path, export_dir, self.config)
 
   # -- for verify_migration and tests ------------------------------------
 
   def train_steps(self, num_steps):
     """Runs `num_steps` steps in loops of <= iterations_per_loop, without
     checkpoints; their losses."""
-    return self._training.steps(num_steps)
+    return self._training.steps(num_steps, self._input_fn('train', None))
 
   def variables(self):
-    """{TF1 name: numpy value} of every variable made so far."""
+    """{TF1 name: numpy value} of every checkpointed variable so far."""
     return {name: v.numpy()
             for name, v in self.module.variables_by_name().items()}
 
@@ -115,33 +175,53 @@ class Tf2Runner:
 
   # -- shared by train, evaluate and export -------------------------------
 
-  def model_params(self, mode):
-    """params the model_fn sees: per-replica batch, use_tpu False."""
-    key = 'train_batch_size' if mode == ModeKeys.TRAIN else 'eval_batch_size'
-    return dict(self._params,
-                batch_size=self._params[key] // self.num_replicas,
-                use_tpu=False, model_dir=self.model_dir)
+  def _input_fn(self, mode, input_fn):
+    input_fn = input_fn or self._input_fns[mode]
+    if input_fn is None:
+      raise ValueError(f'No input_fn for mode {mode!r}.')
+    return input_fn
 
-  def dataset(self, mode):
-    """The distributed dataset of input_fn for `mode`."""
-    key = 'train_batch_size' if mode == ModeKeys.TRAIN else 'eval_batch_size'
-    global_batch = self._params[key]
+  def _user_params(self):
+    return dict(self._params if self._model_params is None
+                else self._model_params)
 
-    input_fn = controller.input_fn_for_mode(self._input_fn, mode)
+  def batch_size(self, mode):
+    """The global batch of `mode`."""
+    key = 'train_batch_size' if mode == ModeKeys.TRAIN else 'eval_batch_size'
+    return self._params[key]
+
+  def model_params(self, mode, export=False):
+    """params the model_fn sees: per-replica batch (None in export),
+    use_tpu False."""
+    params = self._user_params()
+    if self._model_params is None:
+      params['model_dir'] = self.model_dir
+    params['batch_size'] = None if export else (
+        self.batch_size(mode) // self.num_replicas)
+    params['use_tpu'] = False
+    return params
+
+  def dataset(self, mode, input_fn):
+    """The distributed dataset of `input_fn` for `mode`."""
+    global_batch = self.batch_size(mode)
+    host = strategy_lib.input_host_device(self.strategy)
 
     def dataset_fn(context):
-      return input_fn(dict(
-          self._params, context=context,
-          batch_size=context.get_per_replica_batch_size(global_batch)))
+      params = self._user_params()
+      if self._model_params is None:
+        params['mode'] = mode  # The trainer's input_fn contract.
+      params['batch_size'] = context.get_per_replica_batch_size(global_batch)
+      params['context'] = input_context.TPUInputContext(context, host)
+      return estimator_calls.call_input_fn(input_fn, mode, params,
+                                           self.config, params['context'])
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 
   def call_model_fn(self, features, labels, mode):
-    """The model_fn's spec on this runner's variables (call it in a trace)."""
-    spec = self.module(features, labels, mode, self.model_params(mode))
-    if spec.scaffold_fn is not None:
-      self._scaffold_fn = spec.scaffold_fn
-    return spec
+    """The model_fn's normalised spec on this runner's variables (call it
+    in a trace)."""
+    return spec_lib.normalize(
+        self.module(features, labels, mode, self.model_params(mode)), mode)
 
   @contextlib.contextmanager
   def scope(self):
@@ -149,22 +229,17 @@ class Tf2Runner:
     with self.strategy.scope(), self.module.creation_scope():
       yield
 
-  def latest_checkpoint(self, what):
-    """model_dir's latest checkpoint; ValueError saying there is nothing to
-    `what` (evaluate, predict, export) with if there is none."""
-    path = tf.train.latest_checkpoint(self._params['model_dir'])
-    if path is None:
-      raise ValueError(f'--model_dir={self._params["model_dir"]} has no '
-                       f'checkpoint to {what}.')
-    return path
+  def latest_checkpoint(self):
+    """model_dir's latest checkpoint prefix, or None."""
+    return tf.train.latest_checkpoint(self._params['model_dir'])
 
-  def check_initialised(self, what):
-    """After a trace: ValueError unless the variables get values from a
-    checkpoint of model_dir or from the spec's scaffold_fn."""
-    if not (self.checkpoints.built or self._scaffold_fn is not None):
-      self.latest_checkpoint(what)
-
-  def after_build(self):
-    """Initialises the variables the latest trace created (checkpoint or
-    scaffold_fn)."""
-    self.checkpoints.after_trace(self._scaffold_fn)
+  def load(self, spec, checkpoint_path=None):
+    """After a trace: initialises the variables as TPUEstimator's session
+    does, from `checkpoint_path` or model_dir's latest checkpoint through
+    the spec's Scaffold, or with its init_fn when there is none."""
+    self.checkpoints.track_new_variables()
+    with self.strategy.scope():
+      scaffold = scaffold_lib.make(self.module, spec.scaffold_fn)
+      scaffold_lib.load(scaffold, checkpoint_path or self.latest_checkpoint(),
+                        self.checkpoints.restore, self.global_step)
+    return scaffold

@@ -1,0 +1,74 @@
+"""A spec's Scaffold, honoured in every mode as TPUEstimator does.
+
+TPUEstimator calls the spec's scaffold_fn (an EstimatorSpec carries the
+Scaffold itself) in every mode and gives the Scaffold to its session:
+  * with a checkpoint to load, the Scaffold's saver loads it (by default a
+    Saver over all variables). An EMA model_fn's evaluation saver maps the
+    moving averages (`kernel/ExponentialMovingAverage`) onto the model's
+    variables, so evaluation and prediction run on the averages;
+  * without one, variables get their initializers, then the Scaffold's
+    init_op and init_fn run (warm starts).
+`load` does the same without a Session. A saver made inside the traced
+model_fn is rebuilt outside it (tf1_semantics.eager_saver); an init_op made
+there cannot run outside its graph and is refused with an error naming it.
+"""
+
+from absl import logging
+
+from trainer.compat import tf1_semantics
+from trainer.tf2 import hooks as hooks_lib
+
+
+class ScaffoldError(RuntimeError):
+  """A Scaffold asks for something the tf2 runner cannot do."""
+
+
+def make(module, scaffold_fn):
+  """The Scaffold of `scaffold_fn` (None without one), built eagerly with
+  the module's variable store and TF1 semantics, as the runner needs it."""
+  if scaffold_fn is None:
+    return None
+  return module.run_in_variable_store(scaffold_fn)
+
+
+def saver_of(scaffold):
+  """The Scaffold's own Saver, usable eagerly; None for the default."""
+  saver = getattr(scaffold, 'saver', None) if scaffold is not None else None
+  return tf1_semantics.eager_saver(saver)
+
+
+def load(scaffold, checkpoint_path, default_restore, global_step):
+  """Restores `checkpoint_path` through the Scaffold's saver (or
+  default_restore(path)); without a checkpoint, runs init_op and init_fn.
+
+  Returns 'restored', 'initialized' or None (nothing to do).
+  """
+  if checkpoint_path:
+    saver = saver_of(scaffold)
+    if saver is None:
+      default_restore(checkpoint_path)
+    else:
+      with tf1_semantics.graph_semantics():
+        saver.restore(None, checkpoint_path)
+      logging.info('Restored %s with the scaffold\'s Saver.', checkpoint_path)
+    return 'restored'
+  if scaffold is None:
+    return None
+  init_op = getattr(scaffold, 'init_op', None)
+  if init_op is not None and not _ran_eagerly(init_op):
+    raise ScaffoldError(
+        'Scaffold.init_op was built inside the model_fn, where the tf2 '
+        'runner cannot run it on its own: initialise with the variables\' '
+        'initializers, tf.compat.v1.train.init_from_checkpoint, or a '
+        'scaffold_fn (which the runner calls outside the step).')
+  init_fn = getattr(scaffold, 'init_fn', None)
+  if init_fn is not None:
+    init_fn(hooks_lib.HostSession('Scaffold.init_fn', None, {}, global_step))
+    logging.info('Initialised variables with the scaffold\'s init_fn.')
+  return 'initialized'
+
+
+def _ran_eagerly(op):
+  """Ops made eagerly (in a scaffold_fn) ran when they were made; graph ops
+  (made in the traced model_fn) have a graph."""
+  return getattr(op, 'graph', None) is None
