@@ -19,10 +19,16 @@ LR_SCHEDULES = ('constant', 'cosine', 'linear', 'piecewise')
 AUGMENTATIONS = ('none', 'pad_crop', 'inception_crop')
 RESNET_STEMS = ('auto', 'imagenet', 'small')
 SLICE_MODES = ('batch', 'dense', 'logits')
+JIT_SETTINGS = ('auto', 'on', 'off')
 
 
-def define_flags(flag_values=flags.FLAGS):
-  """Defines every trainer flag and its validators on `flag_values`."""
+def define_flags(flag_values=flags.FLAGS, validate_on=None):
+  """Defines every trainer flag and its validators on `flag_values`.
+
+  validate_on: the FlagValues the rules between flags read at parse time
+  (default: flag_values); trainer/user_flags.py defines the flags apart and
+  then moves them, sharing same-named flags with model modules.
+  """
   f = flag_values
 
   # Cluster.
@@ -48,6 +54,11 @@ def define_flags(flag_values=flags.FLAGS):
       'estimator: the real TPUEstimator; tf2: the same model_fn under '
       'tf.distribute. Default: estimator where tf.estimator exists (TF <= '
       '2.15), tf2 otherwise.', flag_values=f)
+  flags.DEFINE_enum(
+      'jit_compile', 'auto', JIT_SETTINGS,
+      'tf2 runner: XLA-compile the step. auto: on TPU (always compiled); '
+      'off on CPU and GPU, where XLA measured slower here. on/off force it.',
+      flag_values=f)
   flags.DEFINE_integer(
       'num_cpu_devices', 1,
       'tf2 runner: split the CPU into N logical devices (MirroredStrategy '
@@ -65,6 +76,21 @@ def define_flags(flag_values=flags.FLAGS):
       'input', 'tfrecord',
       'Built-in input name (tfrecord, synthetic) or package.module:function '
       "naming an input_fn(params); params['mode'] is train, eval or infer.",
+      flag_values=f)
+  flags.DEFINE_string(
+      'eval_input', None,
+      'input_fn for evaluation, as --input names one. Default: --input.',
+      flag_values=f)
+  flags.DEFINE_string(
+      'predict_input', None,
+      'input_fn for prediction, as --input names one. Default: '
+      '--eval_input, else --input.', flag_values=f)
+  flags.DEFINE_string(
+      'serving_input_fn', None,
+      'package.module:function or file.py:function naming a '
+      'serving_input_receiver_fn, as Estimator.export_saved_model takes it '
+      '(TF1 placeholders included), for --mode=export. Default: the '
+      'built-in models\' signature taking encoded images (image_bytes).',
       flag_values=f)
   flags.DEFINE_string(
       'model_dir', None,
@@ -174,6 +200,16 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer('save_checkpoints_steps', 1000,
                        'Steps between checkpoints.', lower_bound=1,
                        flag_values=f)
+  flags.DEFINE_integer(
+      'save_summary_steps', 100,
+      'Steps between Estimator\'s training summaries (loss and the '
+      'model_fn\'s tf.compat.v1.summary ops), under both runners. 0: none.',
+      lower_bound=0, flag_values=f)
+  flags.DEFINE_integer(
+      'log_step_count_steps', 100,
+      'Steps between Estimator\'s global_step/sec summaries (and its '
+      '"loss = ..., step = ..." log lines), under both runners. 0: none.',
+      lower_bound=0, flag_values=f)
   flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints kept.',
                        lower_bound=1, flag_values=f)
   flags.DEFINE_string(
@@ -186,10 +222,10 @@ def define_flags(flag_values=flags.FLAGS):
       'delete it and start over (otherwise: refuse). A run of the same '
       'configuration is always resumed.', flag_values=f)
 
-  _define_validators(f)
+  _define_validators(f, validate_on or f)
 
 
-def _define_validators(f):
+def _define_validators(f, validate_on):
   """Parse-time checks; each message names the flag at fault.
 
   Syntax of list flags here; the rules between flags are trainer/params.py's
@@ -215,7 +251,7 @@ def _define_validators(f):
 
   for flag_names, check in params_lib.RULES:
     flags.register_multi_flags_validator(
-        list(flag_names), _params_rule(f, check), flag_values=f)
+        list(flag_names), _params_rule(validate_on, check), flag_values=f)
 
 
 def _params_rule(flag_values, check):

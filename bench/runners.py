@@ -67,7 +67,7 @@ def estimator_steps_per_sec(steps, model_fn, input_fn):
   return clock.timed_steps / (clock.stop - clock.start)
 
 
-def tf2_steps_per_sec(steps, model_fn, input_fn, jit_compile=True):
+def tf2_steps_per_sec(steps, model_fn, input_fn, jit_compile='on'):
   """Steps/s of Tf2Runner.train_steps after one warm-up loop."""
   loop = FLAGS.iterations_per_loop
   params = _params(runner='tf2', train_steps=steps + loop,
@@ -113,7 +113,7 @@ def main(argv):
     results['estimator'] = estimator_steps_per_sec(steps, model_fn, input_fn)
   results['tf2'] = tf2_steps_per_sec(steps, model_fn, input_fn)
   results['tf2_nojit'] = tf2_steps_per_sec(steps, model_fn, input_fn,
-                                           jit_compile=False)
+                                           jit_compile='off')
   results['keras_fit'] = keras_steps_per_sec(steps, input_fn)
   print(f'model {FLAGS.model}, batch {FLAGS.train_batch_size}, '
         f'iterations_per_loop {FLAGS.iterations_per_loop}, {steps} timed '
@@ -126,7 +126,7 @@ def main(argv):
           '(goal >= 1.5x)')
   print(f'tf2 / keras_fit: {results["tf2"] / results["keras_fit"]:.2f}x '
         '(goal >= 1.0x)')
-  print('tf2_nojit: the tf2 runner without XLA (params jit_compile=False).')
+  print('tf2_nojit: the tf2 runner without XLA (--jit_compile=off).')
 
 
 if __name__ == '__main__':

@@ -42,6 +42,9 @@ def base_params(**overrides):
       'save_checkpoints_steps': 10, 'keep_checkpoint_max': 5,
       'init_checkpoint': None, 'num_slices': 1, 'slice': 'batch',
       'skip_corrupt_records': False, 'overwrite_model_dir': False,
+      'num_cpu_devices': 1, 'jit_compile': 'auto', 'eval_input': None,
+      'predict_input': None, 'serving_input_fn': None,
+      'save_summary_steps': 100, 'log_step_count_steps': 100,
   }
   params.update(overrides)
   return params

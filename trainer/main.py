@@ -22,6 +22,7 @@ from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
 from trainer import tpu_cluster
+from trainer import user_flags
 from trainer.guard import fingerprint
 from trainer.guard import lock
 from trainer.guard import nonfinite
@@ -46,15 +47,30 @@ def _log_once():
     tf_logger.removeHandler(handler)
 
 
+def resolve_input_fns(params):
+  """{'train', 'eval', 'infer': input_fn} of --input, --eval_input and
+  --predict_input (each defaulting to the one before)."""
+  train = registry.resolve_input_fn(params['input'])
+  evaluate = (registry.resolve_input_fn(params['eval_input'], 'eval_input')
+              if params['eval_input'] else train)
+  infer = (registry.resolve_input_fn(params['predict_input'],
+                                     'predict_input')
+           if params['predict_input'] else evaluate)
+  return {'train': train, 'eval': evaluate, 'infer': infer}
+
+
 def main(argv):
   _log_once()
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  user_flags.log_shared()
   try:
     params = params_lib.params_from_flags(FLAGS)
-    # The only import of the modules --model and --input name.
+    # Imported before parsing (user_flags), resolved here, once.
     model_fn = registry.resolve_model_fn(params['model'])
-    input_fn = registry.resolve_input_fn(params['input'])
+    input_fns = resolve_input_fns(params)
+    serving_input_fn = params['serving_input_fn'] and (
+        registry.resolve_serving_input_fn(params['serving_input_fn']))
     extra = run_guard.check_inputs(params)  # Before any graph is built.
   except ValueError as e:
     raise app.UsageError(str(e)) from e
@@ -64,7 +80,8 @@ def main(argv):
     logging.info('No --model_dir: using new directory %s', params['model_dir'])
   try:
     with run_guard.guarded(params):
-      result = dict(runners.run(params, model_fn, input_fn), **extra)
+      result = dict(runners.run(params, model_fn, input_fns,
+                                serving_input_fn), **extra)
   except preemption.PreemptedError as e:
     logging.warning('%s', e)
     print(f'preempted: {e}', file=sys.stderr)
@@ -77,5 +94,8 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  trainer_flags.define_flags()
+  try:  # Model modules first: their own flags can then be set.
+    user_flags.define_all(sys.argv, trainer_flags.define_flags)
+  except user_flags.FlagClashError as e:
+    sys.exit(f'FATAL Flags parsing error: {e}')
   app.run(main)

@@ -30,6 +30,7 @@ from trainer import controller
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
+from trainer import user_flags
 from trainer.compat import estimator as estimator_compat
 from trainer.tf2 import strategy as strategy_lib
 
@@ -37,15 +38,17 @@ FLAGS = flags.FLAGS
 TOLERANCES = {'float32': 1e-6, 'float32_replicas': 1e-5, 'bfloat16': 2e-3}
 
 
-def define_flags():
-  """The trainer's flags plus this tool's; --augmentation defaults to none.
+def define_flags(argv=None):
+  """The trainer's flags (beside those of the model modules argv names,
+  trainer/user_flags.py) plus this tool's; --augmentation defaults to none.
 
   The built-in input_fn is reproducible with augmentation too (stateless
   per-example seeds), and the MLP agrees within 1e-6 with it; ResNet-18 in
   float32 with pad_crop measured 3.1e-6 (XLA on the tf2 side only), so the
   stated tolerances are for unaugmented batches.
   """
-  trainer_flags.define_flags()
+  user_flags.define_all(sys.argv if argv is None else argv,
+                        trainer_flags.define_flags)
   FLAGS.set_default('augmentation', 'none')
   flags.DEFINE_integer('steps', 20, 'Training steps compared.', lower_bound=1)
   flags.DEFINE_string('plot', None,

@@ -35,9 +35,11 @@ def with_derived_op_seeds(model_fn):
 class EstimatorRunner:
   """train / evaluate / predict / export through one TPUEstimator."""
 
-  def __init__(self, params, model_fn, input_fn):
+  def __init__(self, params, model_fn, input_fn, serving_input_fn=None):
     self._params = params
-    self._input_fn = input_fn
+    self._input_fns = (dict(input_fn) if isinstance(input_fn, dict) else
+                       {mode: input_fn for mode in ('train', 'eval', 'infer')})
+    self._serving_input_fn = serving_input_fn
     resolver = tpu_cluster.resolve_tpu(params)
     config = _tpu.RunConfig(
         cluster=resolver,
@@ -64,7 +66,7 @@ class EstimatorRunner:
     self._policy = loop.policy_for(params)
 
   def _input(self, mode):
-    return controller.input_fn_for_mode(self._input_fn, mode)
+    return controller.input_fn_for_mode(self._input_fns[mode], mode)
 
   def global_step(self):
     return controller.latest_checkpoint_step(self._params['model_dir']) or 0
@@ -92,5 +94,6 @@ class EstimatorRunner:
 
   def export(self, export_dir):
     path = self.estimator.export_saved_model(
-        export_dir, serving.serving_input_receiver_fn_for(self._params))
+        export_dir, self._serving_input_fn or
+        serving.serving_input_receiver_fn_for(self._params))
     return path.decode() if isinstance(path, bytes) else path

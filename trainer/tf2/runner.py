@@ -64,16 +64,18 @@ class Tf2Runner:
   """train / evaluate / predict / export of a model_fn under one strategy."""
 
   def __init__(self, params, model_fn, input_fn=None, *, model_params=None,
-               config=None, strategy=None):
+               config=None, strategy=None, serving_input_fn=None):
     """params: the runner's settings (trainer/params.py keys: model_dir,
     seed, batch sizes, iterations_per_loop, checkpoint cadence, TPU...).
     input_fn: the default input_fn, or {mode: input_fn}; each call may pass
     its own. model_params: the dict the model_fn and input_fn see (default:
     params, with params['mode'] for the input_fn). config: what a model_fn
     taking `config` gets. strategy: (strategy, kind) to use instead of the
-    one params choose.
+    one params choose. serving_input_fn: export()'s default
+    serving_input_receiver_fn.
     """
     self._params = params
+    self._serving_input_fn = serving_input_fn
     self._model_fn = model_fn
     self._input_fns = _input_fns(input_fn)
     self._model_params = model_params
@@ -149,6 +151,8 @@ class Tf2Runner:
     if path is None:
       raise ValueError(f'--model_dir={self._params["model_dir"]} has no '
                        'checkpoint to export.')
+    serving_input_receiver_fn = (serving_input_receiver_fn or
+                                 self._serving_input_fn)
     if serving_input_receiver_fn is None:
       from trainer import serving  # pylint: disable=g-import-not-at-top
       serving_input_receiver_fn = serving.serving_input_receiver_fn_for(
