@@ -88,7 +88,9 @@ def test_non_finite_loss_names_its_step():
 
 
 def test_progress_line_once_per_loop_of_steps_and_at_the_end(caplog):
-  caplog.set_level(logging.INFO)
+  # The policy logs through absl's logger, whose own level TF may have set
+  # (tf.saved_model.save leaves it at WARNING).
+  caplog.set_level(logging.INFO, logger='absl')
   clock = _Clock()
   policy = _policy(clock)
   policy.begin(0, 10)

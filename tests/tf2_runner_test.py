@@ -187,3 +187,34 @@ def test_train_after_evaluate_restores_optimizer_state(tmp_path):
   assert got.keys() == want.keys() and 'mlp/logits/kernel/Adam' in got
   for name in want:
     np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_xla_compiled_step_writes_the_loss_from_the_host(tmp_path):
+  runner = _runner(tmp_path, iterations_per_loop=5, save_checkpoints_steps=10,
+                   save_summary_steps=5, jit_compile='on')
+  assert runner.jit
+  runner.train(10)
+  _, tags = _event_tags(str(tmp_path / 'model'))
+  assert tags['loss'] == [1, 6]  # SummarySaverHook's steps, from the host.
+  assert tags[summaries.LOSS_TAG] == list(range(10))
+
+
+def test_summary_ops_in_a_compiled_step_are_refused(tmp_path):
+  def model_fn(features, labels, mode, params):
+    spec = models.MODEL_FNS['mlp'](features, labels, mode, params)
+    tf.compat.v1.summary.scalar('my_loss', spec.loss)
+    return spec
+
+  params = testutil.base_params(model_dir=str(tmp_path / 'model'),
+                                runner='tf2', jit_compile='on')
+  runner = tf2_runner.Tf2Runner(params, model_fn, inputs.INPUT_FNS['tfrecord'])
+  with pytest.raises(ValueError, match='write summaries with host_call'):
+    runner.train(5)
+
+
+def test_first_checkpoint_when_training_starts(tmp_path):
+  runner = _runner(tmp_path, iterations_per_loop=5, save_checkpoints_steps=100)
+  runner.train(5)  # As Estimator: model.ckpt-0, then the end of train().
+  state = tf.train.get_checkpoint_state(str(tmp_path / 'model'))
+  assert [p.rsplit('-', 1)[1] for p in state.all_model_checkpoint_paths] == [
+      '0', '5']

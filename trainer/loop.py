@@ -94,6 +94,12 @@ class LoopPolicy:
     self._log_progress(step, losses)
     return LoopDecision(save=self.should_save(step), stop=self._stop)
 
+  @staticmethod
+  def should_save_at_start(has_checkpoint):
+    """As Estimator: a first checkpoint, of the initial state, when training
+    starts in a model_dir that has none."""
+    return not has_checkpoint
+
   def request_stop(self):
     """Stop after this loop, with a checkpoint (a SessionRunHook's
     request_stop(), or StopAtStepHook)."""

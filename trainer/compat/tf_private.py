@@ -57,3 +57,11 @@ _SUMMARY_WRITER_INIT_COLLECTION = '_SUMMARY_WRITER_V2'
 def summary_writer_init_ops():
   """Init ops of the tf.summary writers created in the default (v1) graph."""
   return tf.compat.v1.get_collection(_SUMMARY_WRITER_INIT_COLLECTION)
+
+
+def global_step_read():
+  """The graph's read of global_step at the step's start, which Estimator
+  makes before the model_fn and its hooks fetch (training_util's private
+  cache; None without a global step)."""
+  from tensorflow.python.training import training_util  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return training_util._get_or_create_global_step_read()  # pylint: disable=protected-access

@@ -17,14 +17,64 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from trainer.compat import tf_private
+
 _v1 = tf.compat.v1
 
 
-def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps):
+class CompiledStepError(ValueError):
+  """The model_fn makes summary ops in a step XLA compiles."""
+
+
+class LossSummaryHook(_v1.train.SessionRunHook):
+  """SummarySaverHook's `loss` summary, written on the host: for a step XLA
+  compiles (TPU, --jit_compile=on), which cannot hold a summary op. Same
+  cadence and steps as SummarySaverHook."""
+
+  def __init__(self, loss, save_steps, output_dir):
+    self._loss = loss
+    self._save_steps = save_steps
+    self._output_dir = output_dir
+
+  def begin(self):
+    self._timer = _v1.train.SecondOrStepTimer(every_steps=self._save_steps)
+    self._writer = _v1.summary.FileWriterCache.get(self._output_dir)
+    self._step = tf_private.global_step_read()  # SummarySaverHook's too.
+    self._next_step = None
+
+  def before_run(self, run_context):
+    return _v1.train.SessionRunArgs({'loss': self._loss, 'step': self._step})
+
+  def after_run(self, run_context, run_values):
+    step = int(run_values.results['step']) + 1  # After the step's update.
+    if self._next_step is None or self._timer.should_trigger_for_step(step):
+      self._timer.update_last_triggered_step(step)
+      self._writer.add_summary(_v1.Summary(value=[_v1.Summary.Value(
+          tag='loss', simple_value=float(run_values.results['loss']))]), step)
+    self._next_step = step + 1
+
+  def end(self, session):
+    self._writer.flush()
+
+
+def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps,
+                   compiled=False):
   """Estimator's default summary hooks; call in the traced step after the
-  model_fn, inside its collections (merges the model_fn's summaries)."""
+  model_fn, inside its collections (merges the model_fn's summaries).
+
+  compiled: the step is XLA-compiled, where summary ops cannot run: the
+  loss is then written from the host, and summary ops of the model_fn are
+  refused (CompiledStepError), as TPUEstimator refuses them on TPU.
+  """
   hooks = []
-  if save_summary_steps:
+  if compiled and _v1.get_collection(_v1.GraphKeys.SUMMARIES):
+    raise CompiledStepError(
+        'The model_fn makes tf.compat.v1.summary ops, which cannot run in a '
+        'step XLA compiles (on TPU or with --jit_compile=on): write '
+        'summaries with host_call, or run with --jit_compile=off.')
+  if save_summary_steps and compiled:
+    hooks.append(LossSummaryHook(loss, save_summary_steps, model_dir))
+  elif save_summary_steps:
     _v1.summary.scalar('loss', loss)
     summary_op = _v1.summary.merge_all()
     if summary_op is not None:  # None where TF skips summaries (replicas).

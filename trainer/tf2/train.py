@@ -83,7 +83,8 @@ class Training:
     with runner.module.in_call_collections(), graph.name_scope(None):
       default_hooks = summaries.training_hooks(
           spec.loss, runner.model_dir, params.get('save_summary_steps', 100),
-          params.get('log_step_count_steps', 100))
+          params.get('log_step_count_steps', 100),
+          compiled=runner.jit or runner.strategy_kind == 'tpu')
       hook_runner = hooks_lib.HookRunner(
           default_hooks + list(spec.hooks) + list(self._call_hooks))
       tensors = hook_runner.trace()
@@ -205,12 +206,21 @@ class Training:
       done += n
     return np.array(losses, dtype=np.float32)
 
+  def _save(self, step):
+    """A checkpoint at `step`, after the policy's check of the variables."""
+    runner, policy = self._runner, self._policy
+    policy.check_variables(nonfinite.finite_by_name(runner.variables()), step)
+    runner.checkpoints.save(step)
+    policy.saved(step)
+
   def train(self, to_step, input_fn, hooks=()):
     """Trains until global_step reaches `to_step`, as the policy says."""
     self._ensure_built(input_fn, hooks)
     runner, policy = self._runner, self._policy
     step = runner.global_step()
     policy.begin(step, to_step)
+    if policy.should_save_at_start(runner.latest_checkpoint() is not None):
+      self._save(step)
     if self._hooks:
       self._hooks.after_create_session(runner.global_step)
     while step < to_step:
@@ -220,10 +230,7 @@ class Training:
         policy.request_stop()
       decision = policy.after_loop(step, losses)
       if decision.save:
-        policy.check_variables(nonfinite.finite_by_name(runner.variables()),
-                               step)
-        runner.checkpoints.save(step)
-        policy.saved(step)
+        self._save(step)
       if decision.stop:
         break
     if self._hooks:
