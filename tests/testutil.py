@@ -32,7 +32,7 @@ def base_params(**overrides):
       'train_steps': 20, 'eval_steps': 0, 'steps_per_eval': 20,
       'train_batch_size': 32, 'eval_batch_size': 40, 'num_classes': 10,
       'image_size': 28, 'image_channels': 1, 'augmentation': 'none',
-      'cache': False, 'shuffle_buffer': 100, 'mlp_hidden_units': [16],
+      'cache': None, 'shuffle_buffer': 100, 'mlp_hidden_units': [16],
       'resnet_depth': 18, 'resnet_stem': 'small', 'precision': 'float32',
       'optimizer': 'adam', 'learning_rate': 0.01, 'lr_schedule': 'constant',
       'warmup_steps': 0, 'lr_decay_steps': [], 'lr_decay_factor': 0.1,
@@ -40,6 +40,7 @@ def base_params(**overrides):
       'save_checkpoints_steps': 10, 'keep_checkpoint_max': 5,
       'init_checkpoint': None, 'num_slices': 1, 'slice': 'batch',
       'skip_corrupt_records': False, 'overwrite_model_dir': False,
+      'tf_data_service': None,
   }
   params.update(overrides)
   return params

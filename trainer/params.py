@@ -23,6 +23,7 @@ _PLAIN_KEYS = (
     'momentum', 'weight_decay', 'label_smoothing', 'save_checkpoints_steps',
     'keep_checkpoint_max', 'init_checkpoint', 'num_slices', 'slice',
     'skip_corrupt_records', 'overwrite_model_dir', 'num_cpu_devices',
+    'tf_data_service',
 )
 
 
