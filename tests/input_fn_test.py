@@ -296,7 +296,7 @@ def test_cached_training_shards_by_input_pipeline():
     dataset = tfrecord.input_fn(_params(mode='train', augmentation='none',
                                         batch_size=1, context=context))
     size = len(tfrecord.shard_files(tfrecord.list_files(_params(), True),
-                                    _params(context=context), 'd')[0])
+                                    _params(context=context))[0])
     first_epochs.append({_as_pixels(f['image']).tobytes()
                          for f, _ in dataset.take(size * 700 // 1000)})
   assert not first_epochs[0] & first_epochs[1]
