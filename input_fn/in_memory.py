@@ -2,11 +2,11 @@
 
 The records are read once and decoded into one table: a string tensor of
 the images' raw bytes (already padded when training uses pad_crop) and the
-labels. Every batch is then gathered from the table: example j of epoch e is
-row RandomIndexShuffle(j, seed=(seed, pipeline, e)), a fresh permutation of
-the whole split each epoch (no shuffle buffer), and batches run across epoch
-boundaries as `repeat().batch()` does. Work per batch does not depend on the
-split's size.
+labels. Every batch is then gathered from the table, the rows of epoch e in
+a fresh permutation of the whole split seeded by (seed, e, pipeline) (no
+shuffle buffer), and batches run across epoch boundaries as
+`repeat().batch()` does. Work per example does not depend on the split's
+size (one shuffle of the N row numbers per epoch).
 
 Memory, per input pipeline: the table holds N * (H + 2m) * (W + 2m) * C
 bytes of pixels (m = pad_crop margin, 0 without it) plus 4 bytes a label;
@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from input_fn import features as feature_lib
 from input_fn import raw_batch
+from input_fn import seeds
 
 # --cache unset: cache a split whose files total at most this many bytes.
 AUTO_CACHE_BYTES = 256 << 20
@@ -76,31 +77,42 @@ def table(records, shape, margin, split):
   return records.batch(tf.int64.max).map(build)
 
 
-def batches(table_dataset, batch_size, seed, pipeline, make_batch,
-            deterministic):
+def batches(table_dataset, batch_size, seed, pipeline, num_pipelines,
+            make_batch, deterministic):
   """Endless dataset of make_batch(images, labels, step) over the table.
 
-  images/labels are the table rows of batch `step` (0, 1, ...): the
-  positions step * batch_size ... of the concatenated epochs, each epoch a
-  permutation of the table drawn from (seed, pipeline, epoch). seed: int64
-  scalar (int or tensor).
+  images/labels are the table rows of batch `step` (0, 1, ...): the next
+  batch_size rows of the concatenated epochs, epoch e a permutation of the
+  table drawn from seeds.stream_seed(seed, e, pipeline, num_pipelines).
+  Drawing the row order is sequential and cheap (one shuffle per epoch);
+  gathering and make_batch run in a parallel map. seed: int64 scalar (int or
+  tensor).
   """
-  seed = tf.cast(seed, tf.int64)
 
   def serve(images, labels):
     n = tf.size(labels, out_type=tf.int64)
 
-    def gather(step):
-      position = step * batch_size + tf.range(batch_size, dtype=tf.int64)
-      keys = tf.stack([tf.fill([batch_size], seed),
-                       tf.fill([batch_size], tf.constant(pipeline, tf.int64)),
-                       position // n], axis=1)
-      rows = tf.raw_ops.RandomIndexShuffle(index=position % n, seed=keys,
-                                           max_index=n - 1)
-      return make_batch(tf.gather(images, rows), tf.gather(labels, rows), step)
+    def next_rows(state, step):
+      epoch, pending = state  # Rows drawn but not served yet, in order.
 
-    return tf.data.Dataset.range(tf.int64.max).map(
-        gather, num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=deterministic)
+      def draw_epoch(epoch, pending):
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(n), seed=seeds.stream_seed(seed, epoch + 1, pipeline,
+                                                num_pipelines))
+        return epoch + 1, tf.concat([pending, order], 0)
+
+      epoch, pending = tf.while_loop(
+          lambda epoch, pending: tf.size(pending) < batch_size, draw_epoch,
+          (epoch, pending), shape_invariants=(tf.TensorShape([]),
+                                              tf.TensorShape([None])))
+      rows = tf.ensure_shape(pending[:batch_size], [batch_size])
+      return (epoch, pending[batch_size:]), (step, rows)
+
+    start = (tf.constant(-1, tf.int64), tf.zeros([0], tf.int64))
+    rows = tf.data.Dataset.range(tf.int64.max).scan(start, next_rows)
+    return rows.map(
+        lambda step, rows: make_batch(tf.gather(images, rows),
+                                      tf.gather(labels, rows), step),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
 
   return table_dataset.flat_map(serve)

