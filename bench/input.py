@@ -10,9 +10,11 @@ Prints, in one run:
   2. what the training step consumes: steps/s of `python -m trainer.main
      --use_synthetic_data --mode=train` with the same flags (the lane's
      default runner; no host input work at all), the median of its progress
-     lines after the first two; then the same job on the real input;
+     lines after the first two, run before and after the same job on the
+     real input;
   3. `input / consumption: X.XXx`: how many times faster the input is
-     produced than consumed (goal >= 5x: the job is compute-bound);
+     produced than consumed, from the means of the two input and the two
+     synthetic figures (goal >= 5x: the job is compute-bound);
   4. JPEG decode and Inception-style augmentation of ResNet-50-size images
      (synthetic 500x375 JPEGs, as ImageNet's typical photo, to 224x224x3),
      in images/s on one host core, and the host cores a TPU v3-8 and a v4-8
@@ -124,7 +126,7 @@ def _synthetic_jpegs(count, width=500, height=375, seed=0):
   return records, statistics.mean(sizes)
 
 
-def _one_core_rate(records, fn, images, repeats=3):
+def _one_core_rate(records, fn, images, repeats=5):
   """Images/s of fn(record) on one host thread after a warm-up: the best of
   `repeats` timings (other processes on the CPU only ever slow it down)."""
   options = tf.data.Options()
@@ -203,20 +205,26 @@ def main(argv):
   before = input_rate(params['cache'])
   show('input_fn', before, ' (before the trainer runs)')
   show('input_fn --nocache (streamed)', input_rate(False))
-  consumed = _trainer_steps_per_sec(['--use_synthetic_data'],
-                                    FLAGS.consumption_steps)
-  print(f'{"training step, synthetic input":<34} {consumed:8.0f} steps/s   '
-        '(trainer.main --use_synthetic_data --mode=train, median)')
+  def synthetic():
+    rate = _trainer_steps_per_sec(['--use_synthetic_data'],
+                                  FLAGS.consumption_steps)
+    print(f'{"training step, synthetic input":<34} {rate:8.0f} steps/s   '
+          '(trainer.main --use_synthetic_data --mode=train, median)')
+    return rate
+
+  consumed = synthetic()
   real = _trainer_steps_per_sec([], FLAGS.consumption_steps)
+  consumed = (consumed + synthetic()) / 2
   print(f'{"training step, real input":<34} {real:8.0f} steps/s   '
-        f'({real / consumed:.2f}x synthetic: 1.00 is compute-bound)')
+        f'({real / consumed:.2f}x synthetic, the mean of the two above; '
+        '1.00: compute-bound)')
   after = input_rate(params['cache'])
   show('input_fn', after, ' (after the trainer runs)')
   if FLAGS.jpeg_images:
     jpeg_report(FLAGS.jpeg_files, FLAGS.jpeg_images)
   produced = (before + after) / 2
-  print(f'input / consumption: {produced / consumed:.2f}x (mean input rate '
-        f'{produced:.0f} batches/s / {consumed:.0f} steps/s; goal >= 5x)')
+  print(f'input / consumption: {produced / consumed:.2f}x (means: '
+        f'{produced:.0f} input batches/s / {consumed:.0f} steps/s; goal >= 5x)')
 
 
 if __name__ == '__main__':
@@ -226,7 +234,7 @@ if __name__ == '__main__':
                        'Training steps per trainer.main run.', lower_bound=300)
   flags.DEFINE_integer('jpeg_files', 32, 'Synthetic JPEGs to make.',
                        lower_bound=1)
-  flags.DEFINE_integer('jpeg_images', 300,
+  flags.DEFINE_integer('jpeg_images', 500,
                        'Timed JPEG images per rate; 0 skips the JPEG part.',
                        lower_bound=0)
   app.run(main)
