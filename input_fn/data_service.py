@@ -20,6 +20,7 @@ dispatcher. What it means for the hosts (input pipelines) of a run:
 
 import hashlib
 import re
+import socket
 
 import tensorflow as tf
 
@@ -35,6 +36,21 @@ def check_address(address):
   if not _ADDRESS.match(address or ''):
     raise ValueError(f'--tf_data_service={address!r}: expected '
                      'grpc://HOST:PORT of a tf.data service dispatcher.')
+  return address
+
+
+def check_reachable(address, timeout=10.0):
+  """ValueError naming --tf_data_service unless a TCP connection to the
+  dispatcher at `address` opens within `timeout` seconds (the tf.data
+  service client would otherwise retry, and training wait, forever)."""
+  host, port = check_address(address)[len('grpc://'):].rsplit(':', 1)
+  try:
+    with socket.create_connection((host, int(port)), timeout=timeout):
+      pass
+  except OSError as e:
+    raise ValueError(f'--tf_data_service={address}: no dispatcher answers '
+                     f'there ({e}); start one with python -m '
+                     'scripts.tf_data_service --role=dispatcher.') from e
   return address
 
 

@@ -65,7 +65,7 @@ def input_fn(params):
   files = list_files(params, training)
   service = training and params.get('tf_data_service')
   if service:
-    data_service.check_address(service)
+    data_service.check_reachable(service)
     num_pipelines, index = 1, 0  # Hosts share one stream: no sharding.
   else:
     files, num_pipelines, index = shard_files(files, params)

@@ -6,6 +6,7 @@ test waits for it.
 """
 
 import re
+import socket
 
 from absl import flags
 import numpy as np
@@ -80,6 +81,15 @@ def test_evaluation_reads_locally_in_order(dispatcher):
   for (a, la), (b, lb) in zip(local, served):
     np.testing.assert_array_equal(a['image'].numpy(), b['image'].numpy())
     np.testing.assert_array_equal(la.numpy(), lb.numpy())
+
+
+def test_a_dispatcher_that_does_not_answer_is_named():
+  with socket.socket() as probe:
+    probe.bind(('localhost', 0))
+    port = probe.getsockname()[1]  # Closed again below: nothing listens.
+  with pytest.raises(ValueError, match=f'--tf_data_service=grpc://localhost:'
+                     f'{port}: no dispatcher answers'):
+    tfrecord.input_fn(_params(f'grpc://localhost:{port}'))
 
 
 def test_address_must_be_grpc_host_port():
