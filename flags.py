@@ -138,11 +138,18 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
   flags.DEFINE_enum('augmentation', 'pad_crop', AUGMENTATIONS,
                     'Training-time augmentation.', flag_values=f)
   flags.DEFINE_boolean(
-      'cache', False,
-      'Cache the parsed records in host memory after the first epoch.',
-      flag_values=f)
+      'cache', None,
+      'Hold the decoded training split in host memory. Unset: only a split '
+      'of raw images at the input shape whose files total at most 256 MiB '
+      '(input_fn/in_memory.py); --nocache: never.', flag_values=f)
   flags.DEFINE_integer('shuffle_buffer', 10000, 'Shuffle buffer (records).',
                        lower_bound=1, flag_values=f)
+  flags.DEFINE_string(
+      'tf_data_service', None,
+      'grpc://HOST:PORT of a tf.data service dispatcher: training input is '
+      'preprocessed by its workers, one stream shared by all hosts '
+      '(input_fn/data_service.py). Evaluation reads locally.',
+      flag_values=f)
   flags.DEFINE_boolean(
       'skip_corrupt_records', False,
       'Skip a corrupt TFRecord record (and, as TF reads, the rest of its file) '
@@ -248,6 +255,17 @@ def _define_validators(f, validate_on):
     values = [int(s) for s in steps]
     return all(a < b for a, b in zip(values, values[1:])) and all(
         s > 0 for s in values)
+
+  @flags.validator('tf_data_service', flag_values=f)
+  def _data_service_address(address):
+    if address is None:
+      return True
+    from input_fn import data_service  # Imports TensorFlow; deferred.
+    try:
+      data_service.check_address(address)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from e
+    return True
 
   for flag_names, check in params_lib.RULES:
     flags.register_multi_flags_validator(

@@ -44,9 +44,14 @@ def decode_encoded(encoded, channels):
   return image
 
 
+def pad_crop_margin(size):
+  """Pixels pad_crop pads on each side of a size x size image: size/8."""
+  return max(size // 8, 1)
+
+
 def _pad_crop(image, size, seed):
-  """Pads by size/8 on each side and crops back at a random offset."""
-  pad = max(size // 8, 1)
+  """Pads by pad_crop_margin on each side and crops back at a random offset."""
+  pad = pad_crop_margin(size)
   image = tf.image.resize_with_crop_or_pad(image, size + 2 * pad,
                                            size + 2 * pad)
   return tf.image.stateless_random_crop(

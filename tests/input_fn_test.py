@@ -8,7 +8,10 @@ import pytest
 import tensorflow as tf
 
 from input_fn import features as feature_lib
+from input_fn import in_memory
 from input_fn import preprocessing
+from input_fn import raw_batch
+from input_fn import record_probe
 from input_fn import synthetic
 from input_fn import tfrecord
 from tests import testutil
@@ -179,3 +182,184 @@ def test_synthetic_input_shapes():
   features, labels = next(iter(dataset))
   assert features['image'].shape.as_list() == [4, 8, 8, 3]
   assert labels.numpy().max() < 10
+
+
+# -- raw splits: vectorised batches, the in-memory table, seeds ---------------
+
+
+def _training_digits():
+  """uint8 [N, 28, 28, 1] images and int labels of the raw training split."""
+  dataset = tf.data.TFRecordDataset(sorted(tf.io.gfile.glob(
+      testutil.DIGITS_RAW + '/train-*'))).map(
+          lambda r: tf.io.parse_single_example(r, feature_lib.FEATURE_SPEC))
+  images, labels = [], []
+  for parsed in dataset:
+    images.append(np.frombuffer(parsed[feature_lib.ENCODED].numpy(),
+                                np.uint8).reshape(28, 28, 1))
+    labels.append(int(parsed[feature_lib.LABEL]))
+  return np.stack(images), np.array(labels)
+
+
+def _as_pixels(images):
+  """uint8 pixels of model input in [-1, 1] (exact for x / 127.5 - 1)."""
+  return np.round((np.asarray(images, np.float32) + 1.0) * 127.5).astype(
+      np.uint8)
+
+
+def _crops_by_bytes(images, labels, margin):
+  """{crop bytes: label} of every pad_crop crop of every image."""
+  padded = np.pad(images, [[0, 0], [margin, margin], [margin, margin], [0, 0]])
+  crops = {}
+  for dy in range(2 * margin + 1):
+    for dx in range(2 * margin + 1):
+      window = padded[:, dy:dy + 28, dx:dx + 28]
+      for crop, label in zip(window, labels):
+        crops[crop.tobytes()] = label
+  return crops
+
+
+@pytest.mark.parametrize('cache', [None, False])  # in-memory table, streamed
+def test_pad_crop_batches_are_crops_of_training_images(cache):
+  images, labels = _training_digits()
+  crops = _crops_by_bytes(images, labels, margin=3)
+  dataset = tfrecord.input_fn(_params(mode='train', augmentation='pad_crop',
+                                      batch_size=64, cache=cache, seed=3))
+  shifted = 0
+  for features, batch_labels in dataset.take(4):
+    for image, label in zip(_as_pixels(features['image']),
+                            batch_labels.numpy()):
+      assert crops.get(image.tobytes()) == label
+      shifted += image.tobytes() not in set(map(np.ndarray.tobytes, images))
+  assert shifted > 64  # Most crops are off-centre.
+
+
+def test_cached_epochs_are_permutations_of_the_split():
+  images, _ = _training_digits()
+  n = len(images)
+  dataset = tfrecord.input_fn(_params(mode='train', augmentation='none',
+                                      batch_size=100, seed=5))
+  pixels = np.concatenate([_as_pixels(f['image'])
+                           for f, _ in dataset.take(2 * n // 100 + 1)])
+  expected = sorted(image.tobytes() for image in images)
+  first, second = pixels[:n], pixels[n:2 * n]
+  assert sorted(p.tobytes() for p in first) == expected
+  assert sorted(p.tobytes() for p in second) == expected
+  assert any(np.any(a != b) for a, b in zip(first, second))  # Reshuffled.
+
+
+@pytest.mark.parametrize('augmentation,cache,data_dir', [
+    ('pad_crop', None, testutil.DIGITS_RAW),   # in-memory table
+    ('pad_crop', False, testutil.DIGITS_RAW),  # streamed, batch at a time
+    ('pad_crop', True, testutil.DIGITS_JPEG),  # decoded JPEGs cached
+])
+def test_new_paths_are_reproducible_for_a_seed(augmentation, cache, data_dir):
+  def first_batches(seed):
+    dataset = tfrecord.input_fn(_params(
+        mode='train', augmentation=augmentation, cache=cache, seed=seed,
+        batch_size=64, data_dir=data_dir))
+    return [(f['image'].numpy(), l.numpy()) for f, l in dataset.take(3)]
+
+  a, b, c = first_batches(11), first_batches(11), first_batches(12)
+  for (image_a, label_a), (image_b, label_b) in zip(a, b):
+    np.testing.assert_array_equal(image_a, image_b)
+    np.testing.assert_array_equal(label_a, label_b)
+  assert any(np.any(x[0] != y[0]) for x, y in zip(a, c))
+
+
+def test_no_seed_draws_a_new_stream_each_time():
+  def first_batch():
+    dataset = tfrecord.input_fn(_params(mode='train', augmentation='pad_crop',
+                                        seed=None, batch_size=64))
+    return next(iter(dataset))[0]['image'].numpy()
+
+  assert np.any(first_batch() != first_batch())
+
+
+def test_vectorised_eval_equals_per_example_preprocessing():
+  (features, labels), = list(tfrecord.input_fn(
+      _params(mode='infer', batch_size=360)))
+  files = tfrecord.list_files(_params(), False)
+  records = tf.data.Dataset.from_tensor_slices(files).interleave(
+      tf.data.TFRecordDataset, cycle_length=len(files))  # The input order.
+  expected = [tfrecord.parse_and_preprocess(r, False, _params())
+              for r in records]
+  np.testing.assert_array_equal(
+      features['image'].numpy(), np.stack([e[0]['image'] for e in expected]))
+  np.testing.assert_array_equal(labels.numpy(), [e[1] for e in expected])
+
+
+def test_cached_training_shards_by_input_pipeline():
+  first_epochs = []
+  for index in range(2):
+    context = tf.distribute.InputContext(num_input_pipelines=2,
+                                         input_pipeline_id=index,
+                                         num_replicas_in_sync=2)
+    dataset = tfrecord.input_fn(_params(mode='train', augmentation='none',
+                                        batch_size=1, context=context))
+    size = len(tfrecord.shard_files(tfrecord.list_files(_params(), True),
+                                    _params(context=context))[0])
+    first_epochs.append({_as_pixels(f['image']).tobytes()
+                         for f, _ in dataset.take(size * 700 // 1000)})
+  assert not first_epochs[0] & first_epochs[1]
+
+
+def test_bfloat16_training_batches_from_the_table():
+  dataset = tfrecord.input_fn(_params(mode='train', augmentation='pad_crop',
+                                      precision='bfloat16'))
+  assert dataset.element_spec[0]['image'].dtype == tf.bfloat16
+  assert next(iter(dataset))[0]['image'].shape == [40, 28, 28, 1]
+
+
+def test_cache_rule():
+  files = tfrecord.list_files(_params(), True)
+  assert in_memory.cache_decision(_params(cache=True), files)[0]
+  assert not in_memory.cache_decision(_params(cache=False), files)[0]
+  cache, reason = in_memory.cache_decision(_params(cache=None), files)
+  assert cache and 'MiB' in reason
+
+
+def test_a_split_the_table_cannot_hold_names_nocache(tmp_path):
+  image = np.zeros([28, 28, 1], np.uint8)
+  buffer = io.BytesIO()
+  Image.fromarray(image[:, :, 0]).save(buffer, format='PNG')
+  _write(tmp_path / 'train-00000-of-00001', [
+      feature_lib.make_example(image.tobytes(), b'raw', 1, 28, 28, 1),
+      feature_lib.make_example(buffer.getvalue(), b'png', 2, 28, 28, 1)])
+  dataset = tfrecord.input_fn(_params(mode='train', batch_size=2,
+                                      data_dir=str(tmp_path)))
+  with pytest.raises(tf.errors.InvalidArgumentError, match='--nocache'):
+    next(iter(dataset))
+  streamed = tfrecord.input_fn(_params(mode='train', batch_size=2, cache=False,
+                                       data_dir=str(tmp_path)))
+  assert sorted(next(iter(streamed))[1].numpy()) == [1, 2]
+
+
+def test_record_probe():
+  assert record_probe.raw_shape(tfrecord.list_files(_params(), True)) == (
+      28, 28, 1)
+  assert record_probe.raw_shape(tfrecord.list_files(
+      _params(data_dir=testutil.DIGITS_JPEG), True)) is None
+
+
+@pytest.mark.parametrize('channels', [1, 3])
+def test_both_batch_crops_equal_numpy_pad_and_slice(channels):
+  seed = 20261123
+  print('seed', seed)
+  rng = np.random.RandomState(seed)
+  shape, margin = (5, 6, channels), 2
+  images = rng.randint(1, 256, [25, *shape]).astype(np.uint8)
+  offsets = np.array([[dy, dx] for dy in range(5) for dx in range(5)],
+                     np.int32)  # Every offset of a margin-2 crop.
+  padded = np.pad(images, [[0, 0], [margin, margin], [margin, margin],
+                           [0, 0]])
+  expected = np.stack([p[dy:dy + 5, dx:dx + 6]
+                       for p, (dy, dx) in zip(padded, offsets)])
+  encoded = tf.constant([image.tobytes() for image in images])
+  full = raw_batch.crop(raw_batch.pad(encoded, shape, margin), offsets,
+                        shape, margin)
+  rows = raw_batch.crop_rows_padded(raw_batch.pad_rows(encoded, shape, margin),
+                                    offsets, shape, margin)
+  np.testing.assert_array_equal(full.numpy(), expected)
+  np.testing.assert_array_equal(rows.numpy(), expected)
+  np.testing.assert_array_equal(raw_batch.decode(encoded, shape).numpy(),
+                                images)

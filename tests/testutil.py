@@ -34,7 +34,7 @@ def base_params(**overrides):
       'train_steps': 20, 'eval_steps': 0, 'steps_per_eval': 20,
       'train_batch_size': 32, 'eval_batch_size': 40, 'num_classes': 10,
       'image_size': 28, 'image_channels': 1, 'augmentation': 'none',
-      'cache': False, 'shuffle_buffer': 100, 'mlp_hidden_units': [16],
+      'cache': None, 'shuffle_buffer': 100, 'mlp_hidden_units': [16],
       'resnet_depth': 18, 'resnet_stem': 'small', 'precision': 'float32',
       'optimizer': 'adam', 'learning_rate': 0.01, 'lr_schedule': 'constant',
       'warmup_steps': 0, 'lr_decay_steps': [], 'lr_decay_factor': 0.1,
@@ -45,6 +45,7 @@ def base_params(**overrides):
       'num_cpu_devices': 1, 'jit_compile': 'auto', 'eval_input': None,
       'predict_input': None, 'serving_input_fn': None,
       'save_summary_steps': 100, 'log_step_count_steps': 100,
+      'tf_data_service': None,
   }
   params.update(overrides)
   return params

@@ -27,6 +27,7 @@ _PLAIN_KEYS = (
     'skip_corrupt_records', 'overwrite_model_dir', 'num_cpu_devices',
     'jit_compile', 'eval_input', 'predict_input', 'serving_input_fn',
     'save_summary_steps', 'log_step_count_steps',
+    'tf_data_service',
 )
 
 
