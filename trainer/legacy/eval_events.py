@@ -31,14 +31,18 @@ def _summary(metrics, checkpoint_path):
   return summary
 
 
+_writers = {}  # One events file per directory and process, as Estimator.
+
+
 def write(output_dir, metrics, global_step, checkpoint_path):
   """Logs and writes `metrics` at `global_step` into output_dir's events."""
   logging.info('Saving dict for global step %d: %s', global_step, ', '.join(
-      f'{k} = {v}' for k, v in sorted(metrics.items())))
-  writer = tf.summary.create_file_writer(output_dir)
+      f'{k} = {v!s}' for k, v in sorted(metrics.items())))
+  if output_dir not in _writers:
+    _writers[output_dir] = tf.summary.create_file_writer(output_dir)
+  writer = _writers[output_dir]
   with writer.as_default():
     tf.summary.experimental.write_raw_pb(
         _summary(metrics, checkpoint_path).SerializeToString(),
         step=int(global_step))
   writer.flush()
-  writer.close()

@@ -14,7 +14,9 @@ them, whatever the runner passes:
     their tensors' values at every step through the spec's host_call; any
     other hook in the spec fails before training;
   * warm_start_from runs in the spec's scaffold_fn, which the runner calls
-    when model_dir has no checkpoint, as Estimator warm-starts.
+    when model_dir has no checkpoint, as Estimator warm-starts;
+  * variable updates nothing in the spec depends on, which a TF1 Session
+    never runs but tf.function would, are refused (graph_check).
 """
 
 import re
@@ -22,6 +24,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from trainer.legacy import graph_check
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import signatures
 from trainer.legacy import specs
@@ -145,6 +148,8 @@ class RunnerFns:
     step_before = None
     if mode == ModeKeys.TRAIN:
       step_before = tf.identity(tf.compat.v1.train.get_global_step())
+    graph = tf.compat.v1.get_default_graph()
+    ops_before = len(graph.get_operations())
     spec = signatures.call_model_fn(model.model_fn, features, labels, mode,
                                     user_params, model.config)
     spec = self._as_tpu_spec(spec, mode)
@@ -153,14 +158,21 @@ class RunnerFns:
           _variable_names(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES),
           _variable_names(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
       spec = self._with_host_hooks(spec, step_before)
-    elif mode == ModeKeys.EVAL and spec.evaluation_hooks:
-      raise missing(f'{type(spec.evaluation_hooks[0]).__name__} in '
-                    'evaluation_hooks', 'hooks in evaluate()')
-    elif mode == ModeKeys.PREDICT:
+      fetches = [spec.train_op, spec.loss] + tf.nest.flatten(
+          spec.host_call[1] if spec.host_call else [])
+    elif mode == ModeKeys.EVAL:
+      if spec.evaluation_hooks:
+        raise missing(f'{type(spec.evaluation_hooks[0]).__name__} in '
+                      'evaluation_hooks', 'hooks in evaluate()')
+      fetches = [spec.loss] + tf.nest.flatten(
+          spec.eval_metrics[1] if spec.eval_metrics else [])
+    else:
       if spec.prediction_hooks:
         raise missing(f'{type(spec.prediction_hooks[0]).__name__} in '
                       'prediction_hooks', 'hooks in predict()')
       self.predictions_are_dict = isinstance(spec.predictions, dict)
+      fetches = tf.nest.flatten(spec.predictions)
+    graph_check.check(graph, ops_before, fetches, mode)
     return spec._replace(scaffold_fn=self._scaffold_fn(spec.scaffold_fn))
 
   def _as_tpu_spec(self, spec, mode):
