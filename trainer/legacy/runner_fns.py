@@ -177,9 +177,12 @@ class RunnerFns:
 
   def _as_tpu_spec(self, spec, mode):
     """TPUEstimatorSpec for today's runner; errors for what it cannot do."""
+    fields = set(getattr(spec, '_fields', ()))
     if isinstance(spec, specs.TPUEstimatorSpec):
       return spec
-    if not isinstance(spec, specs.EstimatorSpec):
+    if fields == set(specs.TPUEstimatorSpec._fields):  # TF <= 2.15's class.
+      return specs.TPUEstimatorSpec(**spec._asdict())
+    if fields != set(specs.EstimatorSpec._fields):
       raise ValueError('model_fn should return an EstimatorSpec or a '
                        f'TPUEstimatorSpec; got {type(spec).__name__}.')
     if spec.eval_metric_ops and mode == ModeKeys.EVAL:
