@@ -116,8 +116,6 @@ def _prepare(cpu_fallback):
 
 def _run(kind, target, program_args):
   if kind == 'path':
-    if not os.path.isfile(target):
-      raise UsageError(f'program file {target} does not exist.')
     sys.argv = [target] + program_args
     sys.path[0] = os.path.dirname(os.path.abspath(target))
     if REPO_ROOT not in sys.path:
@@ -139,6 +137,8 @@ def main(argv):
   """Runs the program argv names; returns an exit status (2: usage error)."""
   try:
     cpu_fallback, kind, target, program_args = parse(argv)
+    if kind == 'path' and not os.path.isfile(target):
+      raise UsageError(f'program file {target} does not exist.')
     _prepare(cpu_fallback)
     _run(kind, target, program_args)
   except UsageError as e:
