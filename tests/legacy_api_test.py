@@ -6,6 +6,7 @@ The classes themselves are checked on every lane.
 """
 
 import importlib
+import os
 import json
 import sys
 
@@ -259,3 +260,12 @@ def test_cpu_fallback_resolver_means_no_tpu():
   assert resolver.num_accelerators() == {}
   grpc = patched('grpc://10.0.0.1:8470')  # Resolves without a lookup.
   assert isinstance(grpc, real) and grpc.master() == 'grpc://10.0.0.1:8470'
+
+
+def test_migration_doc_lists_every_unsupported_api_with_its_error():
+  with open(os.path.join(testutil.REPO_ROOT, 'MIGRATION.md')) as f:
+    doc = f.read()
+  step0 = doc[doc.index('## Step 0'):doc.index('## 1.')]
+  for api, (why, alternative) in unsupported.APIS.items():
+    assert f'`{api.rsplit(".", 1)[1]}`' in step0, api
+    assert f'| {why} | {alternative} |' in step0, api

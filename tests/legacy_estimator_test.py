@@ -423,3 +423,37 @@ def test_strategy_in_run_config_must_match_the_runners(tmp_path):
   est.train(train_input_fn, steps=1)  # One replica, as the runner's.
   assert est.get_variable_value('global_step') == 1
   assert backend.RunnerFeatureMissing is runner_fns.RunnerFeatureMissing
+
+
+def test_feature_column_input_layer_in_a_model_fn(tmp_path):
+  """tf.feature_column inside a model_fn: vocabulary lookup, embedding,
+  indicator and numeric columns (no XLA, as Estimator: string features)."""
+
+  def input_fn():
+    features = {'color': tf.constant([['red'], ['blue'], ['green'], ['red']]),
+                'size': tf.constant([[1.], [2.], [3.], [4.]])}
+    return tf.data.Dataset.from_tensors(
+        (features, tf.constant([0, 1, 2, 0]))).repeat()
+
+  def fc_model_fn(features, labels, mode):
+    color = tf.feature_column.categorical_column_with_vocabulary_list(
+        'color', ['red', 'green', 'blue'])
+    net = v1.feature_column.input_layer(features, [
+        tf.feature_column.indicator_column(color),
+        tf.feature_column.embedding_column(color, 2),
+        tf.feature_column.numeric_column('size')])
+    logits = tf.matmul(net, v1.get_variable('w', [6, 3]))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    if mode == ModeKeys.EVAL:
+      return specs.EstimatorSpec(mode, loss=loss)
+    return specs.EstimatorSpec(mode, loss=loss, train_op=(
+        v1.train.GradientDescentOptimizer(0.5).minimize(
+            loss, v1.train.get_global_step())))
+
+  est = estimator_lib.Estimator(fc_model_fn, model_dir=str(tmp_path / 'm'))
+  before = est.train(input_fn, steps=1).evaluate(input_fn, steps=1)['loss']
+  after = est.train(input_fn, steps=20).evaluate(input_fn, steps=1)['loss']
+  assert after < before
+  assert 'input_layer/color_embedding/embedding_weights' in (
+      est.get_variable_names())

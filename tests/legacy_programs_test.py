@@ -171,3 +171,21 @@ def test_train_and_evaluate_program_as_a_module(tmp_path):
   assert re.search(r'final global_step=30 loss=[\d.]+ exports=0', stdout)
   evaluated = events(os.path.join(model_dir, 'eval_holdout'), 'loss')
   assert sorted(s for s, _ in evaluated) == [10, 20, 30]
+
+
+@pytest.mark.skipif(testutil.HAS_ESTIMATOR, reason=(
+    'tests/migration_doc_test.py runs every MIGRATION.md command on the '
+    'lane with Estimator'))
+def test_migration_step0_commands_run_on_tf_without_estimator(tmp_path):
+  with open(os.path.join(testutil.REPO_ROOT, 'MIGRATION.md')) as f:
+    doc = f.read()
+  step0 = doc[doc.index('## Step 0'):doc.index('## 1.')]
+  commands = [line for block in re.findall(r'^```sh\n(.*?)^```', step0,
+                                           re.M | re.S)
+              for line in block.splitlines() if line.strip()]
+  assert len(commands) == 2
+  for command in commands:
+    args = command.replace('/tmp/migration', str(tmp_path)).split()
+    assert args[:3] == ['python', '-m', 'trainer.legacy'], command
+    _ok(launch(args[3:]))
+  assert _checkpoint_steps(str(tmp_path / 'step0'))[-1] == 20

@@ -16,6 +16,8 @@ predict(), export(dir)): one runner per call, given runner_fns.RunnerFns's
 model_fn/input_fn (Estimator's arguments, EstimatorSpec -> TPUEstimatorSpec,
 host-driven hooks) and a params dict holding only the keys the runner reads:
   seed <- RunConfig.tf_random_seed;  keep_checkpoint_max <- same name;
+  jit_compile <- False: Estimator does not XLA-compile on CPU/GPU (string
+      features, numerics as TF 2.15's); TPUStrategy compiles anyway;
   iterations_per_loop <- TPUConfig.iterations_per_loop (Estimator:
       log_step_count_steps, so its progress line comes as often);
   train/eval_batch_size <- TPUEstimator's global batches (0 for Estimator,
@@ -194,6 +196,8 @@ class Backend:
         'iterations_per_loop': loop, 'save_checkpoints_steps': NEVER,
         'train_steps': train_steps,
         'log_step_count_steps': config.log_step_count_steps,
+        # Estimator never XLA-compiles on CPU/GPU (TPUStrategy always does).
+        'jit_compile': False,
     }
 
   def _runner(self, fns, mode, model_dir, train_steps=0):

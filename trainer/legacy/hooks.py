@@ -132,20 +132,26 @@ class _NoSession:
 class HostTensorHooks:
   """Drives LoggingTensorHooks and NanTensorHooks on per-step values.
 
-  begin() once per train() call; step(values) for every step in order, with
-  values = [{tag: numpy value} per hook]; end() after the last step.
+  step(values) for every step in order, with values = [{tag: numpy value}
+  per hook]; end() after the last step. begin() happens at the first step
+  (or when called): a model_fn traced again makes new spec hooks.
   """
 
   def __init__(self, hooks):
     self.hooks = list(hooks)
     self._last = [None] * len(self.hooks)
+    self._begun = False
 
   def begin(self):
+    if self._begun:
+      return
+    self._begun = True
     for hook in self.hooks:
       if type(hook) is LoggingTensorHook:
         facade_private.begin_logging_hook(hook)
 
   def step(self, values):
+    self.begin()
     for i, (hook, value) in enumerate(zip(self.hooks, values)):
       context = SessionRunContext(original_args=None,
                                   session=_NoSession(type(hook).__name__))

@@ -109,6 +109,7 @@ class RunnerFns:
     self.host_hooks = None  # HostTensorHooks of the latest TRAIN trace.
     self.predictions_are_dict = None
     self._variable_names = ([], [])  # (trainable, global) of TRAIN.
+    self._name_scope = ''
 
   # -- input_fn -------------------------------------------------------------
 
@@ -150,6 +151,7 @@ class RunnerFns:
       step_before = tf.identity(tf.compat.v1.train.get_global_step())
     graph = tf.compat.v1.get_default_graph()
     ops_before = len(graph.get_operations())
+    self._name_scope = graph.get_name_scope()  # TF1 names are relative to it.
     spec = signatures.call_model_fn(model.model_fn, features, labels, mode,
                                     user_params, model.config)
     spec = self._as_tpu_spec(spec, mode)
@@ -222,7 +224,8 @@ class RunnerFns:
     if not hooks:
       self.host_hooks = None
       return spec
-    fetches = [{tag: _as_step_tensor(value, hook, step_before)
+    fetches = [{tag: _as_step_tensor(value, hook, step_before,
+                                     self._name_scope)
                 for tag, value in hooks_lib.tensor_hook_fetches(hook).items()}
                for hook in hooks]
     self.host_hooks = host_hooks = hooks_lib.HostTensorHooks(hooks)
@@ -252,8 +255,9 @@ class RunnerFns:
     return spec._replace(host_call=(host_fn, user_flat + hook_flat))
 
 
-def _as_step_tensor(value, hook, step_before):
-  """The tensor a hook names, in the model_fn's graph (names as TF1 does)."""
+def _as_step_tensor(value, hook, step_before, scope):
+  """The tensor a hook names, in the model_fn's graph (names as TF1 does:
+  relative to `scope`, the name scope the model_fn was called in)."""
   global_step = tf.compat.v1.train.get_global_step()
   graph = tf.compat.v1.get_default_graph()
   name = value if isinstance(value, str) else None
@@ -269,8 +273,9 @@ def _as_step_tensor(value, hook, step_before):
   base = name.split(':')[0]
   if base == global_step.name.split(':')[0]:
     return step_before
+  full = f'{scope}/{name}' if scope else name
   try:
-    return graph.as_graph_element(name if ':' in name else name + ':0')
+    return graph.as_graph_element(full if ':' in full else full + ':0')
   except (KeyError, ValueError):
     pass
   for variable in tf.compat.v1.global_variables():
