@@ -5,9 +5,10 @@ import paths resolve to it; on TF 2.15 install() leaves the real Estimator.
 The classes themselves are checked on every lane.
 """
 
+import copy
 import importlib
-import os
 import json
+import os
 import sys
 
 import numpy as np
@@ -269,3 +270,15 @@ def test_migration_doc_lists_every_unsupported_api_with_its_error():
   for api, (why, alternative) in unsupported.APIS.items():
     assert f'`{api.rsplit(".", 1)[1]}`' in step0, api
     assert f'| {why} | {alternative} |' in step0, api
+
+
+def test_config_copies_share_what_cannot_be_copied():
+  strategy = tf.distribute.get_strategy()
+  config = run_config.TPURunConfig(
+      cluster=cluster.NoTPUClusterResolver('test'), train_distribute=strategy,
+      session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True))
+  copied = copy.deepcopy(config)
+  assert copied.train_distribute is strategy
+  assert copied.cluster is config.cluster
+  assert copied.session_config == config.session_config
+  assert copied.session_config is not config.session_config

@@ -106,8 +106,6 @@ def load_global_step_from_checkpoint_dir(checkpoint_dir):
 class Estimator:
   """tf.estimator.Estimator on the tf2 runner (see the module docstring)."""
 
-  _IS_TPU = False
-
   def __init__(self, model_fn, model_dir=None, config=None, params=None,
                warm_start_from=None):
     self._config = _config_with_model_dir(config, model_dir)
@@ -279,8 +277,6 @@ class TPUEstimator(Estimator):
   combines gradients); input_fn gets params['batch_size'] and, with several
   replicas, params['context'].
   """
-
-  _IS_TPU = True
 
   def __init__(self, model_fn=None, model_dir=None, config=None, params=None,
                use_tpu=True, train_batch_size=None, eval_batch_size=None,

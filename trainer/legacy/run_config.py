@@ -189,6 +189,13 @@ class RunConfig:
     # pylint: enable=protected-access
     return new
 
+  def __deepcopy__(self, memo):
+    """A copy sharing strategies, resolvers and device_fn (not copyable)."""
+    new = copy.copy(self)
+    if self._session_config is not None:
+      new._session_config = copy.deepcopy(self._session_config, memo)  # pylint: disable=protected-access
+    return new
+
   def __repr__(self):
     fields = ', '.join(f'{k[1:]}={v!r}' for k, v in sorted(vars(self).items()))
     return f'{type(self).__name__}({fields})'
