@@ -457,3 +457,14 @@ def test_feature_column_input_layer_in_a_model_fn(tmp_path):
   assert after < before
   assert 'input_layer/color_embedding/embedding_weights' in (
       est.get_variable_names())
+
+
+def test_checkpoint_seconds_and_keep_max(tmp_path):
+  hourly = _estimator(tmp_path, config=run_config.RunConfig(
+      save_checkpoints_secs=3600, keep_checkpoint_max=2))
+  hourly.train(train_input_fn, steps=7)
+  assert _checkpoint_steps(hourly.model_dir) == [0, 7]  # Start and end.
+  hourly.train(train_input_fn, steps=3)
+  assert _checkpoint_steps(hourly.model_dir) == [7, 10]  # Keeps 2.
+  assert not tf.io.gfile.glob(os.path.join(hourly.model_dir,
+                                           'model.ckpt-0.*'))
