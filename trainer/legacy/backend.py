@@ -41,13 +41,14 @@ raises RunnerFeatureMissing (a NotImplementedError) naming the Estimator API:
   4. evaluate/predict without any checkpoint (Estimator: initialised
      variables); evaluate/predict hooks;
   5. RunConfig.train_distribute / eval_distribute other than the strategy
-     the runner picks itself (Tf2Runner(..., strategy=)).
+     the runner picks itself (Tf2Runner(..., strategy=));
+  5b. a call after each training loop, for StepCounterHook and
+     SummarySaverHook (today they raise UnsupportedHookError).
 And what it emulates, which the runner should take over:
   6. evaluate/predict/export on a given checkpoint_path (today: a temporary
      model_dir naming it);
   7. train(input_fn, *, to_step, hooks): per-step tensor hooks (today:
-     through host_call), a call after each loop (StepCounterHook,
-     SummarySaverHook), saving by steps/secs with CheckpointSaverListeners
+     through host_call), saving by steps/secs with CheckpointSaverListeners
      (today: one runner.train() call per checkpoint), stopping cleanly at
      the end of the input (today: OutOfRangeError caught, the last partial
      loop's host_call values are lost, a warning says so);
@@ -55,7 +56,12 @@ And what it emulates, which the runner should take over:
      batch-size-agnostic mode for Estimator (today: examples/sec 0), and
      Estimator's training summaries every save_summary_steps (loss,
      global_step/sec, the model_fn's tf.compat.v1.summary ops);
-  9. eval events in model_dir/eval[_name] (today: written here).
+  9. eval events in model_dir/eval[_name] (today: written here);
+ 10. TF1 pruning: run only what the spec fetches (today graph_check refuses
+     model_fns whose unfetched variable updates tf.function would run;
+     drop that check once the runner prunes);
+ 11. the TPU as a ClusterResolver and TPUConfig.num_shards as the replica
+     count (today: RunConfig.master as params['tpu']; num_shards unused).
 """
 
 import contextlib
