@@ -10,14 +10,14 @@ import pytest
 import tensorflow as tf
 
 from trainer import controller
+from trainer.compat import estimator as estimator_compat
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS_RAW = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
 DIGITS_JPEG = os.path.join(REPO_ROOT, 'data', 'digits', 'jpeg')
 
-# The real TPUEstimator, not the stand-ins conftest installs on TF >= 2.16.
-HAS_ESTIMATOR = hasattr(getattr(getattr(
-    tf.compat.v1, 'estimator', None), 'tpu', None), 'TPUEstimator')
+# The real TPUEstimator, not the facade conftest installs on TF >= 2.16.
+HAS_ESTIMATOR = estimator_compat.has_estimator()
 requires_estimator = pytest.mark.skipif(
     not HAS_ESTIMATOR,
     reason=f'tf.estimator does not exist in TensorFlow {tf.__version__} '

@@ -1,2 +1,2 @@
-"""Compatibility with TensorFlow versions: Estimator stand-ins and the one
-module on private TF APIs."""
+"""Compatibility with TensorFlow versions: Estimator names (from the
+trainer.legacy facade) and the modules on private TF APIs."""

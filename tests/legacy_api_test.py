@@ -1,0 +1,284 @@
+"""The trainer.legacy facade's names, configuration objects and stand-ins.
+
+Where the facade is installed (TF >= 2.16; conftest installs it), legacy
+import paths resolve to it; on TF 2.15 install() leaves the real Estimator.
+The classes themselves are checked on every lane.
+"""
+
+import copy
+import importlib
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import testutil
+from trainer.compat import estimator as estimator_compat
+from trainer.compat import facade_private
+from trainer.legacy import cluster
+from trainer.legacy import estimator as estimator_lib
+from trainer.legacy import export
+from trainer.legacy import graph_check
+from trainer.legacy import hooks
+from trainer.legacy import install
+from trainer.legacy import run_config
+from trainer.legacy import session_config
+from trainer.legacy import specs
+from trainer.legacy import unsupported
+
+requires_facade = pytest.mark.skipif(
+    testutil.HAS_ESTIMATOR,
+    reason=f'TensorFlow {tf.__version__} has the real Estimator: the facade '
+    'is not installed there (python -m trainer.legacy changes nothing).')
+
+
+# -- where the names are ------------------------------------------------------
+
+@requires_facade
+def test_public_and_private_paths_resolve_to_the_facade():
+  assert tf.estimator.Estimator is estimator_lib.Estimator
+  assert tf.compat.v1.estimator.tpu.TPUEstimator is estimator_lib.TPUEstimator
+  assert tf.compat.v1.estimator.tpu.RunConfig is run_config.TPURunConfig
+  assert tf.compat.v1.estimator.tpu.InputPipelineConfig.PER_HOST_V2 == 3
+  assert tf.estimator.export.PredictOutput is facade_private.PredictOutput
+  assert tf.estimator.SessionRunHook is tf.compat.v1.train.SessionRunHook
+  assert tf.estimator.LoggingTensorHook is tf.compat.v1.train.LoggingTensorHook
+  assert not hasattr(tf.estimator, 'tpu')  # TF2 API: tpu is v1 only.
+  from tensorflow.compat.v1 import estimator as tf_estimator  # pylint: disable=g-import-not-at-top
+  assert tf_estimator.tpu.TPUConfig is run_config.TPUConfig
+  for path, name in (
+      ('tensorflow.python.estimator.estimator', 'Estimator'),
+      ('tensorflow_estimator.python.estimator.estimator', 'Estimator'),
+      ('tensorflow_estimator.python.estimator.tpu.tpu_estimator',
+       'TPUEstimator'),
+      ('tensorflow_estimator.python.estimator.tpu.tpu_config', 'TPUConfig'),
+      ('tensorflow_estimator.python.estimator.export.export_output',
+       'PredictOutput'),
+      ('tensorflow_estimator.python.estimator.model_fn', 'EstimatorSpec'),
+      ('tensorflow_estimator.python.estimator.run_config', 'RunConfig'),
+      ('tensorflow_estimator.python.estimator.training', 'TrainSpec')):
+    assert hasattr(importlib.import_module(path), name), path
+  from tensorflow.python.estimator import estimator  # pylint: disable=g-import-not-at-top
+  assert estimator._load_global_step_from_checkpoint_dir('/nonexistent') == 0  # pylint: disable=protected-access
+  import tensorflow_estimator  # pylint: disable=g-import-not-at-top
+  assert tensorflow_estimator.estimator.tpu.TPUEstimator is (
+      estimator_lib.TPUEstimator)
+  with pytest.raises(AttributeError, match='has no attribute .Nope.*Step 0'):
+    tf.estimator.Nope  # pylint: disable=pointless-statement
+  assert sys.modules['tensorflow.compat.v1.estimator.export'] is (
+      tf.compat.v1.estimator.export)
+
+
+@requires_facade
+def test_install_is_idempotent_and_has_estimator_means_the_real_one():
+  assert not estimator_compat.install()  # conftest installed it.
+  assert install.installed() and not estimator_compat.has_estimator()
+
+
+def test_install_changes_nothing_where_estimator_exists():
+  if not testutil.HAS_ESTIMATOR:
+    pytest.skip('TF without Estimator: covered by the facade tests.')
+  assert not install.install() and not install.installed()
+  assert tf.compat.v1.estimator.tpu.TPUEstimator is not (
+      estimator_lib.TPUEstimator)
+
+
+def test_unsupported_apis_fail_naming_the_alternative():
+  with pytest.raises(unsupported.UnsupportedApiError,
+                     match=r'tf.estimator.DNNClassifier is not supported .*'
+                     r'canned Estimators.*Instead: write a model_fn'):
+    unsupported.stub('tf.estimator.DNNClassifier')(hidden_units=[10])
+  for api in unsupported.APIS:
+    with pytest.raises(unsupported.UnsupportedApiError, match=api):
+      unsupported.stub(api)()
+  if not testutil.HAS_ESTIMATOR:
+    with pytest.raises(unsupported.UnsupportedApiError, match='queues'):
+      tf.compat.v1.estimator.inputs.numpy_input_fn({'x': np.zeros(3)})
+    with pytest.raises(unsupported.UnsupportedApiError, match='TPUEmbedding'):
+      tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec()
+
+
+@requires_facade
+def test_disable_v2_behavior_is_neutralised_with_one_warning(caplog):
+  from tensorflow.python.compat import v2_compat  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  tf.compat.v1.disable_v2_behavior()
+  tf.compat.v1.disable_eager_execution()
+  v2_compat.disable_v2_behavior()
+  assert tf.executing_eagerly()
+  assert tf.compat.v1.resource_variables_enabled()
+
+
+# -- configuration objects ------------------------------------------------------
+
+def test_run_config_defaults_replace_and_checks(monkeypatch):
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  config = run_config.RunConfig()
+  assert (config.save_checkpoints_secs, config.save_checkpoints_steps) == (
+      600, None)
+  assert config.keep_checkpoint_max == 5 and config.log_step_count_steps == 100
+  assert config.is_chief and config.task_type is None and config.master == ''
+  steps = config.replace(save_checkpoints_steps=10)
+  assert (steps.save_checkpoints_secs, steps.save_checkpoints_steps) == (
+      None, 10)
+  assert config.save_checkpoints_secs == 600  # replace() copies.
+  with pytest.raises(ValueError, match='both save_checkpoints_steps'):
+    run_config.RunConfig(save_checkpoints_steps=1, save_checkpoints_secs=1)
+  with pytest.raises(ValueError, match='save_checkpoints_steps must be'):
+    run_config.RunConfig(save_checkpoints_steps=-1)
+  with pytest.raises(ValueError, match='not a RunConfig property'):
+    config.replace(nonsense=1)
+
+
+def test_run_config_reads_tf_config(monkeypatch):
+  monkeypatch.setenv('TF_CONFIG', json.dumps({
+      'cluster': {'chief': ['h0:1'], 'worker': ['h1:1', 'h2:1'],
+                  'ps': ['h3:1']},
+      'task': {'type': 'worker', 'index': 1}}))
+  config = run_config.RunConfig()
+  assert (config.task_type, config.task_id, config.is_chief) == (
+      'worker', 1, False)
+  assert config.num_worker_replicas == 3 and config.num_ps_replicas == 1
+  assert config.master == 'grpc://h2:1' and config.global_id_in_cluster == 2
+
+
+def test_tpu_config_and_tpu_run_config():
+  config = run_config.TPUConfig(iterations_per_loop=50, num_shards=8,
+                                per_host_input_for_training=True)
+  assert config.per_host_input_for_training == (
+      run_config.InputPipelineConfig.PER_HOST_V1)
+  assert run_config.TPUConfig().iterations_per_loop == 2
+  with pytest.raises(ValueError, match='iterations_per_loop must be'):
+    run_config.TPUConfig(iterations_per_loop=0)
+  with pytest.raises(NotImplementedError, match='time interval'):
+    run_config.TPUConfig(iterations_per_loop='10s')
+  resolver = cluster.NoTPUClusterResolver('test')
+  tpu_config = run_config.TPURunConfig(cluster=resolver, tpu_config=config)
+  assert tpu_config.master == '' and tpu_config.cluster is resolver
+  assert tpu_config.session_config.allow_soft_placement
+  assert tpu_config.replace(model_dir='/x').tpu_config is config
+  with pytest.raises(ValueError, match='both master and cluster'):
+    run_config.TPURunConfig(cluster=resolver, master='grpc://a:1')
+
+
+def test_session_config_applies_what_tf2_can():
+  applied = session_config.apply(tf.compat.v1.ConfigProto(
+      allow_soft_placement=True, graph_options=tf.compat.v1.GraphOptions(
+          build_cost_model=1)))
+  assert applied == ['allow_soft_placement=True']
+
+
+# -- specs, receivers, hooks ----------------------------------------------------
+
+def test_spec_types_check_what_estimator_checks():
+  keys = specs.ModeKeys
+  assert (keys.TRAIN, keys.EVAL, keys.PREDICT) == ('train', 'eval', 'infer')
+  with pytest.raises(ValueError, match='missing train_op'):
+    specs.EstimatorSpec(keys.TRAIN, loss=tf.constant(1.))
+  with pytest.raises(ValueError, match='missing predictions'):
+    specs.EstimatorSpec(keys.PREDICT)
+  with pytest.raises(TypeError, match='SessionRunHook'):
+    specs.TPUEstimatorSpec(keys.TRAIN, training_hooks=[object()])
+  with pytest.raises(ValueError, match='mode must be one of'):
+    specs.TPUEstimatorSpec('training')
+  spec = specs.TPUEstimatorSpec(keys.EVAL, loss=tf.constant(1.))
+  assert spec.training_hooks == () and spec.scaffold_fn is None
+
+
+def test_serving_input_receivers_as_estimator_builds_them():
+  with tf.Graph().as_default():
+    images = tf.compat.v1.placeholder(tf.float32, [None, 4], name='images')
+    receiver = export.ServingInputReceiver(images, images)
+    assert set(receiver.features) == {'feature'}
+    assert set(receiver.receiver_tensors) == {'input'}
+    tensor = export.TensorServingInputReceiver(images, {'images': images})
+    assert tensor.features is images
+    with pytest.raises(ValueError, match='keys must be strings'):
+      export.ServingInputReceiver({1: images}, {1: images})
+    raw = export.build_raw_serving_input_receiver_fn(
+        {'x': tf.zeros([3, 5]), 'y': tf.zeros([3], tf.int64)})()
+    assert raw.features['x'].shape.as_list() == [None, 5]
+    assert raw.features['y'].dtype == tf.int64
+    parsing = export.build_parsing_serving_input_receiver_fn(
+        {'x': tf.io.FixedLenFeature([2], tf.float32)})()
+    assert list(parsing.receiver_tensors) == ['examples']
+    assert parsing.features['x'].shape.as_list() == [None, 2]
+
+
+def test_hook_configuration_is_read_on_this_tensorflow():
+  logging_hook = hooks.LoggingTensorHook(['a', 'b'], every_n_iter=3,
+                                         at_end=True)
+  config = facade_private.logging_hook_config(logging_hook)
+  assert config['tensors'] == {'a': 'a', 'b': 'b'} and config['at_end']
+  assert facade_private.timer_cadence(config['timer']) == (3, None)
+  assert facade_private.nan_hook_config(hooks.NanTensorHook('l')) == {
+      'tensor': 'l', 'fail': True}
+  assert facade_private.stop_hook_config(hooks.StopAtStepHook(5)) == (5, None)
+  assert hooks.stop_step([hooks.StopAtStepHook(last_step=9),
+                          hooks.StopAtStepHook(num_steps=3)], 4) == 7
+  saver = hooks.CheckpointSaverHook('/m', save_secs=60)
+  assert hooks.saver_hook_cadence(saver, '/m') == (None, 60, [])
+
+
+def test_host_driven_logging_hook_logs_as_in_a_session(caplog):
+  hook = hooks.LoggingTensorHook({'loss': 'l', 'step': 's'}, every_n_iter=2,
+                                 at_end=True)
+  driver = hooks.HostTensorHooks([hook])
+  driver.begin()
+  with caplog.at_level('INFO'):
+    for step in range(5):
+      driver.step([{'loss': np.float32(step / 4), 'step': np.int64(step)}])
+    driver.end()
+  text = caplog.text
+  assert 'loss = 0.0, step = 0' in text and 'loss = 0.5, step = 2' in text
+  assert 'loss = 1.0, step = 4' in text and 'step = 1' not in text
+
+
+def test_graph_check_finds_unfetched_variable_updates():
+  variable = tf.Variable(1.0)
+
+  @tf.function(autograph=False)
+  def traced():
+    graph = tf.compat.v1.get_default_graph()
+    before = len(graph.get_operations())
+    used = variable.assign_add(1.0)
+    variable.assign_sub(5.0)  # Nothing depends on it.
+    graph_check.check(graph, before, [used], 'eval')
+
+  with pytest.raises(graph_check.UnfetchedUpdateError,
+                     match='1 variable update.*AssignSubVariableOp'):
+    traced()
+
+
+def test_cpu_fallback_resolver_means_no_tpu():
+  real = tf.distribute.cluster_resolver.TPUClusterResolver
+  patched = cluster._fallback_class(real)  # pylint: disable=protected-access
+  resolver = patched('')
+  assert cluster.is_fallback(resolver)
+  assert resolver.master() == '' and not resolver.cluster_spec()
+  assert resolver.num_accelerators() == {}
+  grpc = patched('grpc://10.0.0.1:8470')  # Resolves without a lookup.
+  assert isinstance(grpc, real) and grpc.master() == 'grpc://10.0.0.1:8470'
+
+
+def test_migration_doc_lists_every_unsupported_api_with_its_error():
+  with open(os.path.join(testutil.REPO_ROOT, 'MIGRATION.md')) as f:
+    doc = f.read()
+  step0 = doc[doc.index('## Step 0'):doc.index('## 1.')]
+  for api, (why, alternative) in unsupported.APIS.items():
+    assert f'`{api.rsplit(".", 1)[1]}`' in step0, api
+    assert f'| {why} | {alternative} |' in step0, api
+
+
+def test_config_copies_share_what_cannot_be_copied():
+  strategy = tf.distribute.get_strategy()
+  config = run_config.TPURunConfig(
+      cluster=cluster.NoTPUClusterResolver('test'), train_distribute=strategy,
+      session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True))
+  copied = copy.deepcopy(config)
+  assert copied.train_distribute is strategy
+  assert copied.cluster is config.cluster
+  assert copied.session_config == config.session_config
+  assert copied.session_config is not config.session_config

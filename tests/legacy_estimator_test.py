@@ -1,0 +1,470 @@
+"""The trainer.legacy facade's Estimator in-process, on the tf2 runner.
+
+The facade classes are used directly (trainer.legacy.*), so these run on
+every lane: on TF 2.15 too, where the launcher would leave the real
+Estimator in place. Tiny linear model on generated data.
+"""
+
+import contextlib
+import glob
+import logging as std_logging
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainer.legacy import backend
+from trainer.legacy import estimator as estimator_lib
+from trainer.legacy import graph_check
+from trainer.legacy import hooks
+from trainer.legacy import run_config
+from trainer.legacy import runner_fns
+from trainer.legacy import specs
+from trainer.legacy import training
+
+ModeKeys = specs.ModeKeys
+v1 = tf.compat.v1
+
+
+def _linear(features):
+  w = v1.get_variable('linear/w', [4, 3])
+  b = v1.get_variable('linear/b', [3], initializer=v1.zeros_initializer())
+  return tf.matmul(features['x'], w) + b
+
+
+def model_fn(features, labels, mode, params):
+  logits = _linear(features)
+  if mode == ModeKeys.PREDICT:
+    return specs.EstimatorSpec(mode, predictions={
+        'class': tf.argmax(logits, 1), 'logits': logits})
+  loss = tf.identity(tf.reduce_mean(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                     logits=logits)),
+                     name='loss_t')
+  if mode == ModeKeys.EVAL:
+    return specs.EstimatorSpec(mode, loss=loss)
+  train_op = v1.train.GradientDescentOptimizer(
+      params.get('lr', 0.1)).minimize(loss, v1.train.get_global_step())
+  return specs.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _examples(n, seed):
+  x = tf.random.stateless_uniform([n, 4], seed=[seed, 0])
+  y = tf.cast(tf.reduce_sum(x, 1) * 1.5, tf.int32) % 3
+  return {'x': x}, y
+
+
+def train_input_fn():
+  return tf.data.Dataset.from_tensor_slices(_examples(64, 1)).repeat().batch(
+      8, drop_remainder=True)
+
+
+def eval_input_fn():  # 3 batches of 8.
+  return tf.data.Dataset.from_tensor_slices(_examples(24, 2)).batch(8)
+
+
+def predict_input_fn():
+  return tf.data.Dataset.from_tensor_slices(_examples(24, 2)[0]).batch(8)
+
+
+def _estimator(tmp_path, config=None, **kwargs):
+  config = config or run_config.RunConfig(save_checkpoints_steps=5)
+  return estimator_lib.Estimator(model_fn, model_dir=str(tmp_path / 'model'),
+                                 config=config, params=kwargs.pop(
+                                     'params', {'lr': 0.1}), **kwargs)
+
+
+def _checkpoint_steps(model_dir):
+  state = tf.train.get_checkpoint_state(model_dir)
+  return [int(p.rsplit('-', 1)[1]) for p in state.all_model_checkpoint_paths]
+
+
+def _events(directory, tag):
+  found = []
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.tag == tag:
+          found.append((event.step, value.simple_value))
+  return sorted(found)
+
+
+@contextlib.contextmanager
+def _tf_log_lines():
+  """Collects the messages logged on TF's logger (LoggingTensorHook's)."""
+  lines = []
+
+  class Handler(std_logging.Handler):
+    def emit(self, record):
+      lines.append(record.getMessage())
+
+  handler = Handler(level=std_logging.INFO)
+  logger = std_logging.getLogger('tensorflow')
+  level = logger.level
+  logger.setLevel(std_logging.INFO)
+  logger.addHandler(handler)
+  try:
+    yield lines
+  finally:
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_train_steps_max_steps_resume_and_checkpoints(tmp_path):
+  est = _estimator(tmp_path)
+  assert est.train(train_input_fn, steps=7) is est
+  model_dir = est.model_dir
+  assert est.latest_checkpoint().endswith('model.ckpt-7')
+  assert _checkpoint_steps(model_dir) == [0, 5, 7]  # At start, cadence, end.
+  est.train(train_input_fn, steps=3)  # steps is incremental.
+  assert _checkpoint_steps(model_dir) == [0, 5, 7, 10]
+  est.train(train_input_fn, max_steps=10)  # Already there: skipped.
+  assert _checkpoint_steps(model_dir) == [0, 5, 7, 10]
+  est.train(train_input_fn, max_steps=12)
+  assert est.get_variable_value('global_step') == 12
+  assert set(est.get_variable_names()) == {'global_step', 'linear/w',
+                                           'linear/b'}
+  with pytest.raises(ValueError, match='both steps and max_steps'):
+    est.train(train_input_fn, steps=1, max_steps=20)
+  with pytest.raises(ValueError, match='steps > 0'):
+    est.train(train_input_fn, steps=0)
+
+
+def test_evaluate_dict_eval_events_and_checkpoint_path(tmp_path):
+  est = _estimator(tmp_path)
+  est.train(train_input_fn, max_steps=10)
+  result = est.evaluate(eval_input_fn, steps=2)
+  assert set(result) == {'loss', 'global_step'}
+  assert result['global_step'] == 10 and isinstance(result['global_step'],
+                                                    np.int64)
+  assert isinstance(result['loss'], np.float32) and result['loss'] > 0
+  assert _events(est.eval_dir(), 'loss') == [(10, pytest.approx(
+      float(result['loss'])))]
+  older = os.path.join(est.model_dir, 'model.ckpt-5')
+  at_five = est.evaluate(eval_input_fn, checkpoint_path=older,
+                         name='holdout')
+  assert at_five['global_step'] == 5 and at_five['loss'] != result['loss']
+  assert [s for s, _ in _events(os.path.join(est.model_dir, 'eval_holdout'),
+                                'loss')] == [5]
+  with pytest.raises(ValueError, match='no such checkpoint'):
+    est.evaluate(eval_input_fn, checkpoint_path=older + '0')
+
+
+def test_predict_dicts_keys_and_plain_values(tmp_path):
+  est = _estimator(tmp_path)
+  est.train(train_input_fn, steps=5)
+  predictions = list(est.predict(predict_input_fn))
+  assert len(predictions) == 24
+  assert set(predictions[0]) == {'class', 'logits'}
+  assert predictions[0]['logits'].shape == (3,)
+  assert int(predictions[0]['class']) == int(np.argmax(
+      predictions[0]['logits']))
+  only = next(est.predict(predict_input_fn, predict_keys=['class']))
+  assert set(only) == {'class'}
+  with pytest.raises(ValueError, match='at least one output'):
+    next(est.predict(predict_input_fn, predict_keys=['nope']))
+
+  def logits_only(features, mode):
+    logits = _linear(features)
+    assert mode == ModeKeys.PREDICT
+    return specs.EstimatorSpec(mode, predictions=logits)
+
+  plain = estimator_lib.Estimator(logits_only, model_dir=est.model_dir)
+  values = list(plain.predict(predict_input_fn))
+  assert len(values) == 24 and values[0].shape == (3,)
+  np.testing.assert_allclose(values[0], predictions[0]['logits'], rtol=1e-6)
+
+
+def test_tpu_estimator_gives_params_as_tpu_estimator_does(tmp_path):
+  seen = []
+
+  def tpu_model_fn(features, labels, mode, params):
+    seen.append(('model_fn', mode, sorted(params), params['batch_size']))
+    spec = model_fn(features, labels, mode, {'lr': params['lr']})
+    return specs.TPUEstimatorSpec(mode, loss=spec.loss,
+                                  train_op=spec.train_op,
+                                  predictions=spec.predictions)
+
+  def input_fn(params):
+    seen.append(('input_fn', sorted(params), params['batch_size']))
+    return eval_input_fn().unbatch().repeat().batch(params['batch_size'],
+                                                    drop_remainder=True)
+
+  config = run_config.TPURunConfig(
+      model_dir=str(tmp_path / 'model'), save_checkpoints_steps=4,
+      tpu_config=run_config.TPUConfig(iterations_per_loop=2, num_shards=8))
+  est = estimator_lib.TPUEstimator(
+      tpu_model_fn, config=config, use_tpu=False, params={'lr': 0.1},
+      train_batch_size=8, eval_batch_size=4, predict_batch_size=2)
+  est.train(input_fn, max_steps=4)
+  assert est.evaluate(input_fn, steps=1)['global_step'] == 4
+  assert ('model_fn', 'train', ['batch_size', 'lr', 'use_tpu'], 8) in seen
+  assert ('input_fn', ['batch_size', 'lr'], 8) in seen
+  assert ('model_fn', 'eval', ['batch_size', 'lr', 'use_tpu'], 4) in seen
+  with pytest.raises(ValueError, match='reserved keys'):
+    estimator_lib.TPUEstimator(tpu_model_fn, config=config,
+                               params={'batch_size': 1})
+  with pytest.raises(ValueError, match='tpu_config.RunConfig'):
+    estimator_lib.TPUEstimator(tpu_model_fn, config=run_config.RunConfig())
+  with pytest.raises(NotImplementedError, match='TPU embeddings'):
+    estimator_lib.TPUEstimator(tpu_model_fn, config=config, use_tpu=False,
+                               embedding_config_spec=object())
+
+
+def test_model_fn_signature_subsets_and_config(tmp_path):
+  seen = {}
+
+  def no_params(features, labels, mode, config):
+    seen['config'] = config
+    return model_fn(features, labels, mode, {})
+
+  est = estimator_lib.Estimator(no_params, model_dir=str(tmp_path / 'm'))
+  est.train(train_input_fn, steps=1)
+  assert isinstance(seen['config'], run_config.RunConfig)
+  assert seen['config'].model_dir == est.model_dir
+  with pytest.raises(ValueError, match='does not include params'):
+    estimator_lib.Estimator(no_params, params={'lr': 1.0})
+  with pytest.raises(ValueError, match='must include features'):
+    estimator_lib.Estimator(lambda x, labels: None)
+  with pytest.raises(ValueError, match='different values'):
+    estimator_lib.Estimator(no_params, model_dir='/a',
+                            config=run_config.RunConfig(model_dir='/b'))
+  temporary = estimator_lib.Estimator(no_params)
+  assert os.path.isdir(temporary.model_dir)
+
+
+def test_logging_stop_and_nan_hooks_run_without_a_session(tmp_path):
+  est = _estimator(tmp_path)
+  logging_hook = hooks.LoggingTensorHook(
+      {'loss': 'loss_t', 'step': 'global_step'}, every_n_iter=2)
+  with _tf_log_lines() as lines:
+    est.train(train_input_fn, hooks=[logging_hook,
+                                     hooks.StopAtStepHook(num_steps=5)])
+  assert est.get_variable_value('global_step') == 5
+  logged = [l for l in lines if l.startswith('loss = ')]
+  assert [int(l.split('step = ')[1].split()[0]) for l in logged] == [0, 2, 4]
+
+  def nan_model_fn(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    return spec._replace(loss=spec.loss * np.nan)
+
+  nan_est = estimator_lib.Estimator(nan_model_fn,
+                                    model_dir=str(tmp_path / 'nan'))
+  with pytest.raises(hooks.NanLossDuringTrainingError):
+    nan_est.train(train_input_fn, steps=3,
+                  hooks=[hooks.NanTensorHook('loss_t')])
+
+
+def test_session_hooks_fail_before_training_naming_the_hook(tmp_path):
+  est = _estimator(tmp_path)
+
+  class CustomHook(hooks.SessionRunHook):
+    pass
+
+  for hook, text in ((hooks.StepCounterHook(every_n_steps=1),
+                      'StepCounterHook in train'),
+                     (hooks.SummarySaverHook(save_steps=1, output_dir='/tmp',
+                                             summary_op=[]),
+                      'SummarySaverHook in train'),
+                     (CustomHook(), 'CustomHook in train')):
+    with pytest.raises(hooks.UnsupportedHookError, match=text):
+      est.train(train_input_fn, steps=1, hooks=[hook])
+  assert est.latest_checkpoint() is None  # Nothing ran.
+  with pytest.raises(TypeError, match='SessionRunHook'):
+    est.train(train_input_fn, steps=1, hooks=[object()])
+
+  def hook_in_spec(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    return spec._replace(training_hooks=(CustomHook(),))
+
+  with pytest.raises(hooks.UnsupportedHookError,
+                     match='CustomHook in the spec'):
+    estimator_lib.Estimator(hook_in_spec, model_dir=est.model_dir).train(
+        train_input_fn, steps=1)
+
+
+def test_checkpoint_saver_hook_and_listeners(tmp_path):
+  est = _estimator(tmp_path)
+  saves = []
+
+  class Listener(hooks.CheckpointSaverListener):
+    def after_save(self, session, global_step_value):
+      saves.append(global_step_value)
+
+  saver_hook = hooks.CheckpointSaverHook(est.model_dir, save_steps=3)
+  est.train(train_input_fn, steps=7, hooks=[saver_hook],
+            saving_listeners=[Listener()])
+  assert _checkpoint_steps(est.model_dir) == [0, 3, 6, 7]
+  assert saves == [0, 3, 6, 7]
+  elsewhere = hooks.CheckpointSaverHook(str(tmp_path / 'x'), save_steps=3)
+  with pytest.raises(hooks.UnsupportedHookError, match='checkpoint_dir'):
+    est.train(train_input_fn, steps=1, hooks=[elsewhere])
+
+  class BeforeSave(hooks.CheckpointSaverListener):
+    def before_save(self, session, global_step_value):
+      pass
+
+  with pytest.raises(hooks.UnsupportedHookError, match='before_save'):
+    est.train(train_input_fn, steps=1, saving_listeners=[BeforeSave()])
+
+
+def test_warm_start_from_checkpoint_and_settings(tmp_path):
+  source = str(tmp_path / 'source' / 'init.ckpt')
+  values = {'linear/w': np.full([4, 3], 0.5, np.float32),
+            'linear/b': np.array([1., 2., 3.], np.float32)}
+  with tf.Graph().as_default():
+    variables = {n: v1.Variable(a, name=n) for n, a in values.items()}
+    with v1.Session() as session:
+      session.run(v1.global_variables_initializer())
+      v1.train.Saver(variables).save(session, source)
+
+  est = _estimator(tmp_path, warm_start_from=source, params={'lr': 0.0})
+  est.train(train_input_fn, steps=1)
+  for name, value in values.items():
+    np.testing.assert_array_equal(est.get_variable_value(name), value)
+
+  only_bias = estimator_lib.WarmStartSettings(source, vars_to_warm_start='.*b')
+  est = estimator_lib.Estimator(model_fn, model_dir=str(tmp_path / 'b'),
+                                params={'lr': 0.0}, warm_start_from=only_bias)
+  est.train(train_input_fn, steps=1)
+  np.testing.assert_array_equal(est.get_variable_value('linear/b'),
+                                values['linear/b'])
+  assert not np.array_equal(est.get_variable_value('linear/w'),
+                            values['linear/w'])
+
+
+def test_train_until_the_input_ends(tmp_path):
+  est = _estimator(tmp_path)
+  finite = lambda: eval_input_fn().repeat(2)  # 6 batches.  pylint: disable=unnecessary-lambda-assignment
+  est.train(finite)
+  assert est.get_variable_value('global_step') == 6
+  assert est.latest_checkpoint().endswith('model.ckpt-6')
+
+
+def test_refuses_what_tf2_would_run_differently(tmp_path):
+  def train_op_in_every_mode(features, labels, mode, params):
+    del params
+    logits = _linear(features)
+    if mode == ModeKeys.PREDICT:
+      return specs.EstimatorSpec(mode, predictions=logits)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, v1.train.get_global_step())
+    return specs.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+  est = estimator_lib.Estimator(train_op_in_every_mode,
+                                model_dir=str(tmp_path / 'm'))
+  est.train(train_input_fn, steps=2)
+  with pytest.raises(graph_check.UnfetchedUpdateError,
+                     match='eval mode creates 3 variable update'):
+    est.evaluate(eval_input_fn)
+  assert est.get_variable_value('global_step') == 2
+
+  def tensors_not_dataset():
+    return _examples(8, 1)
+
+  with pytest.raises(TypeError, match='not a tf.data.Dataset'):
+    est.train(tensors_not_dataset, steps=1)
+
+
+def test_what_the_runner_lacks_fails_naming_the_api(tmp_path):
+  est = _estimator(tmp_path)
+  est.train(train_input_fn, steps=2)
+  with pytest.raises(runner_fns.RunnerFeatureMissing,
+                     match='export_saved_model'):
+    est.export_saved_model(str(tmp_path / 'export'), lambda: None)
+  with pytest.raises(runner_fns.RunnerFeatureMissing,
+                     match='yield_single_examples=False'):
+    next(est.predict(predict_input_fn, yield_single_examples=False))
+
+  def with_metric_ops(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    if mode != ModeKeys.EVAL:
+      return spec
+    return spec._replace(eval_metric_ops={'accuracy': v1.metrics.accuracy(
+        labels, tf.argmax(_linear(features), 1))})
+
+  with pytest.raises(runner_fns.RunnerFeatureMissing,
+                     match=r'EstimatorSpec\(eval_metric_ops=...\)'):
+    estimator_lib.Estimator(with_metric_ops, model_dir=est.model_dir,
+                            params={}).evaluate(eval_input_fn)
+  empty = estimator_lib.Estimator(model_fn, model_dir=str(tmp_path / 'e'))
+  with pytest.raises(runner_fns.RunnerFeatureMissing,
+                     match='no checkpoint in model_dir'):
+    empty.evaluate(eval_input_fn)
+  with pytest.raises(ValueError, match='input_receiver_fn must be defined'):
+    est.export_saved_model(str(tmp_path / 'export'), None)
+
+
+def test_train_and_evaluate_evaluates_after_each_checkpoint(tmp_path):
+  est = _estimator(tmp_path)
+  metrics, exports = training.train_and_evaluate(
+      est, training.TrainSpec(train_input_fn, max_steps=10),
+      training.EvalSpec(eval_input_fn, steps=2, name='holdout',
+                        throttle_secs=0))
+  assert metrics['global_step'] == 10 and exports == []
+  assert [s for s, _ in _events(os.path.join(est.model_dir, 'eval_holdout'),
+                                'loss')] == [5, 10]
+  again, _ = training.train_and_evaluate(
+      est, training.TrainSpec(train_input_fn, max_steps=10),
+      training.EvalSpec(eval_input_fn, throttle_secs=0))
+  assert again is None  # Nothing trained, nothing evaluated (Estimator's).
+  with pytest.raises(TypeError, match='`eval_spec` must have type'):
+    training.train_and_evaluate(est, training.TrainSpec(train_input_fn),
+                                None)
+
+
+def test_strategy_in_run_config_must_match_the_runners(tmp_path):
+  config = run_config.RunConfig(
+      train_distribute=tf.distribute.OneDeviceStrategy('/cpu:0'))
+  est = _estimator(tmp_path, config=config)
+  est.train(train_input_fn, steps=1)  # One replica, as the runner's.
+  assert est.get_variable_value('global_step') == 1
+  assert backend.RunnerFeatureMissing is runner_fns.RunnerFeatureMissing
+
+
+def test_feature_column_input_layer_in_a_model_fn(tmp_path):
+  """tf.feature_column inside a model_fn: vocabulary lookup, embedding,
+  indicator and numeric columns (no XLA, as Estimator: string features)."""
+
+  def input_fn():
+    features = {'color': tf.constant([['red'], ['blue'], ['green'], ['red']]),
+                'size': tf.constant([[1.], [2.], [3.], [4.]])}
+    return tf.data.Dataset.from_tensors(
+        (features, tf.constant([0, 1, 2, 0]))).repeat()
+
+  def fc_model_fn(features, labels, mode):
+    color = tf.feature_column.categorical_column_with_vocabulary_list(
+        'color', ['red', 'green', 'blue'])
+    net = v1.feature_column.input_layer(features, [
+        tf.feature_column.indicator_column(color),
+        tf.feature_column.embedding_column(color, 2),
+        tf.feature_column.numeric_column('size')])
+    logits = tf.matmul(net, v1.get_variable('w', [6, 3]))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    if mode == ModeKeys.EVAL:
+      return specs.EstimatorSpec(mode, loss=loss)
+    return specs.EstimatorSpec(mode, loss=loss, train_op=(
+        v1.train.GradientDescentOptimizer(0.5).minimize(
+            loss, v1.train.get_global_step())))
+
+  est = estimator_lib.Estimator(fc_model_fn, model_dir=str(tmp_path / 'm'))
+  before = est.train(input_fn, steps=1).evaluate(input_fn, steps=1)['loss']
+  after = est.train(input_fn, steps=20).evaluate(input_fn, steps=1)['loss']
+  assert after < before
+  assert 'input_layer/color_embedding/embedding_weights' in (
+      est.get_variable_names())
+
+
+def test_checkpoint_seconds_and_keep_max(tmp_path):
+  hourly = _estimator(tmp_path, config=run_config.RunConfig(
+      save_checkpoints_secs=3600, keep_checkpoint_max=2))
+  hourly.train(train_input_fn, steps=7)
+  assert _checkpoint_steps(hourly.model_dir) == [0, 7]  # Start and end.
+  hourly.train(train_input_fn, steps=3)
+  assert _checkpoint_steps(hourly.model_dir) == [7, 10]  # Keeps 2.
+  assert not tf.io.gfile.glob(os.path.join(hourly.model_dir,
+                                           'model.ckpt-0.*'))

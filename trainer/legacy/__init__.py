@@ -1,0 +1,7 @@
+"""trainer.legacy: legacy Estimator/TPUEstimator programs on TF >= 2.16.
+
+`python -m trainer.legacy [--cpu_fallback] their_main.py [their flags]` runs a
+team's program unchanged; on TensorFlow without Estimator the Estimator API it
+calls is a facade driving the tf2 runner. Importing this package imports no
+TensorFlow (the launcher selects Keras first).
+"""

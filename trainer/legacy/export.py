@@ -1,0 +1,122 @@
+"""tf.estimator.export of the facade: export outputs and input receivers.
+
+The export output classes are TF core's own (the ones tf.estimator.export
+re-exported up to 2.15). The receivers and receiver-fn builders behave as
+Estimator's: a single tensor becomes a one-entry dict ('feature' for
+features, 'input' for receiver tensors), keys must be strings (features may
+also use ints), values Tensor, SparseTensor or RaggedTensor.
+"""
+
+import collections
+
+import tensorflow as tf
+
+from trainer.compat import facade_private
+
+ExportOutput = facade_private.ExportOutput
+ClassificationOutput = facade_private.ClassificationOutput
+RegressionOutput = facade_private.RegressionOutput
+PredictOutput = facade_private.PredictOutput
+EvalOutput = facade_private.EvalOutput
+
+_SINGLE_NAMES = {'feature': 'feature', 'label': 'label',
+                 'receiver_tensor': 'input',
+                 'receiver_tensors_alternative': 'input'}
+
+
+def _check_tensor(value, label):
+  if not isinstance(value, (tf.Tensor, tf.sparse.SparseTensor,
+                            tf.RaggedTensor)):
+    raise ValueError(f'{label} must be a Tensor, SparseTensor, or '
+                     f'RaggedTensor; got {value!r}.')
+
+
+def wrap_and_check_input_tensors(tensors, field, allow_int_keys=False):
+  """tensors as a dict {name: tensor}; ValueError naming the bad entry."""
+  if tensors is None:
+    raise ValueError(f'{field}s must be defined.')
+  if not isinstance(tensors, dict):
+    tensors = {_SINGLE_NAMES[field]: tensors}
+  for name, tensor in tensors.items():
+    if not isinstance(name, str) and not (allow_int_keys and
+                                          isinstance(name, int)):
+      raise ValueError(f'{field} keys must be strings: {name!r}.')
+    _check_tensor(tensor, f'{field} {name}')
+  return tensors
+
+
+class ServingInputReceiver(collections.namedtuple(
+    'ServingInputReceiver',
+    ['features', 'receiver_tensors', 'receiver_tensors_alternatives'])):
+  """What a serving_input_receiver_fn returns: model features and the
+  tensors a serving request feeds."""
+
+  def __new__(cls, features, receiver_tensors,
+              receiver_tensors_alternatives=None):
+    features = wrap_and_check_input_tensors(features, 'feature',
+                                            allow_int_keys=True)
+    receiver_tensors = wrap_and_check_input_tensors(receiver_tensors,
+                                                    'receiver_tensor')
+    if receiver_tensors_alternatives is not None:
+      if not isinstance(receiver_tensors_alternatives, dict):
+        raise ValueError('receiver_tensors_alternatives must be a dict: '
+                         f'{receiver_tensors_alternatives!r}.')
+      receiver_tensors_alternatives = {
+          name: wrap_and_check_input_tensors(
+              alternative, 'receiver_tensors_alternative')
+          for name, alternative in receiver_tensors_alternatives.items()}
+    return super().__new__(cls, features, receiver_tensors,
+                           receiver_tensors_alternatives)
+
+
+class TensorServingInputReceiver(collections.namedtuple(
+    'TensorServingInputReceiver',
+    ['features', 'receiver_tensors', 'receiver_tensors_alternatives'])):
+  """A ServingInputReceiver whose features are one tensor, passed as is."""
+
+  def __new__(cls, features, receiver_tensors,
+              receiver_tensors_alternatives=None):
+    if features is None:
+      raise ValueError('features must be defined.')
+    _check_tensor(features, 'feature')
+    receiver = ServingInputReceiver(features, receiver_tensors,
+                                    receiver_tensors_alternatives)
+    return super().__new__(cls, receiver.features['feature'],
+                           receiver.receiver_tensors,
+                           receiver.receiver_tensors_alternatives)
+
+
+def build_parsing_serving_input_receiver_fn(feature_spec,
+                                            default_batch_size=None):
+  """A receiver fn fed serialized tf.Examples (key 'examples'), parsed with
+  `feature_spec`."""
+
+  def serving_input_receiver_fn():
+    serialized = tf.compat.v1.placeholder(
+        tf.string, [default_batch_size], name='input_example_tensor')
+    features = tf.io.parse_example(serialized, feature_spec)
+    return ServingInputReceiver(features, {'examples': serialized})
+
+  return serving_input_receiver_fn
+
+
+def _placeholder_like(tensor, default_batch_size):
+  shape = tf.TensorShape([default_batch_size]).concatenate(
+      tensor.shape[1:])
+  try:
+    name = tensor.op.name
+  except AttributeError:  # An eager tensor has no op.
+    name = None
+  return tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
+
+
+def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
+  """A receiver fn fed the features themselves: one placeholder per entry of
+  `features` (dtype and shape after the batch dimension)."""
+
+  def serving_input_receiver_fn():
+    placeholders = {name: _placeholder_like(t, default_batch_size)
+                    for name, t in features.items()}
+    return ServingInputReceiver(placeholders, placeholders)
+
+  return serving_input_receiver_fn

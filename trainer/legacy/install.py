@@ -1,0 +1,203 @@
+"""Makes the facade appear wherever legacy programs look for Estimator.
+
+On TensorFlow without Estimator (>= 2.16), install() sets
+  tf.estimator, tf.compat.v2.estimator               (TF2 API: no tpu)
+  tf.compat.v1.estimator (+ .tpu, .export, .experimental, .inputs)
+and registers the same modules in sys.modules under those names and under
+the private paths old programs import: tensorflow.python.estimator[.*],
+tensorflow_estimator[.python.estimator[.*]], tensorflow.python.tpu.
+tpu_estimator / tpu_config. It also neutralises disable_v2_behavior()
+(trainer/legacy/behavior.py). Idempotent; on TF with the real Estimator it
+changes nothing.
+"""
+
+import importlib
+import importlib.util
+import sys
+import types
+
+from absl import logging
+import tensorflow as tf
+
+from trainer.legacy import behavior
+from trainer.legacy import estimator as estimator_lib
+from trainer.legacy import export
+from trainer.legacy import hooks
+from trainer.legacy import run_config
+from trainer.legacy import specs
+from trainer.legacy import training
+from trainer.legacy import unsupported
+
+FACADE_MARK = '_trainer_legacy_facade'
+_modules = {}
+
+
+def has_estimator():
+  """True when this TensorFlow ships the real TPUEstimator (not the facade)."""
+  importlib.import_module('tensorflow.compat.v1')
+  module = getattr(tf.compat.v1, 'estimator', None)
+  if module is None or getattr(module, FACADE_MARK, False):
+    return False
+  return hasattr(getattr(module, 'tpu', None), 'TPUEstimator')
+
+
+def _module(name, names, package=False):
+  """A facade module `name` holding `names`; unknown attributes say so."""
+  module = types.ModuleType(name, f'trainer.legacy facade: {name}.')
+  module.__dict__.update(names)
+  setattr(module, FACADE_MARK, True)
+  if package:
+    module.__path__ = []
+
+  def __getattr__(attr):  # pylint: disable=invalid-name
+    if attr.startswith('__'):
+      raise AttributeError(attr)
+    raise AttributeError(
+        f"module '{name}' has no attribute '{attr}': trainer.legacy provides "
+        f'the Estimator API on TensorFlow {tf.__version__} without it (see '
+        'MIGRATION.md, "Step 0").')
+
+  module.__getattr__ = __getattr__
+  return module
+
+
+_HOOK_NAMES = (
+    'CheckpointSaverHook', 'CheckpointSaverListener', 'FeedFnHook',
+    'FinalOpsHook', 'GlobalStepWaiterHook', 'LoggingTensorHook',
+    'NanLossDuringTrainingError', 'NanTensorHook', 'ProfilerHook',
+    'SecondOrStepTimer', 'SessionRunArgs', 'SessionRunContext',
+    'SessionRunHook', 'SessionRunValues', 'StepCounterHook', 'StopAtStepHook',
+    'SummarySaverHook')
+_EXPORT_NAMES = (
+    'ClassificationOutput', 'EvalOutput', 'ExportOutput', 'PredictOutput',
+    'RegressionOutput', 'ServingInputReceiver', 'TensorServingInputReceiver',
+    'build_parsing_serving_input_receiver_fn',
+    'build_raw_serving_input_receiver_fn')
+
+
+def _namespaces():
+  """{module name: (names, is_package)} of every facade module."""
+  export_names = {n: getattr(export, n) for n in _EXPORT_NAMES}
+  tpu = {'TPUEstimator': estimator_lib.TPUEstimator,
+         'TPUEstimatorSpec': specs.TPUEstimatorSpec,
+         'RunConfig': run_config.TPURunConfig,
+         'TPUConfig': run_config.TPUConfig,
+         'InputPipelineConfig': run_config.InputPipelineConfig}
+  v2 = {
+      'Estimator': estimator_lib.Estimator,
+      'EstimatorSpec': specs.EstimatorSpec, 'ModeKeys': specs.ModeKeys,
+      'RunConfig': run_config.RunConfig, 'TrainSpec': training.TrainSpec,
+      'EvalSpec': training.EvalSpec,
+      'train_and_evaluate': training.train_and_evaluate,
+      'WarmStartSettings': estimator_lib.WarmStartSettings,
+      'VocabInfo': estimator_lib.VocabInfo, 'Exporter': training.Exporter,
+      'FinalExporter': training.FinalExporter,
+      'LatestExporter': training.LatestExporter,
+      **{n: getattr(hooks, n) for n in _HOOK_NAMES},
+      **unsupported.stubs('tf.estimator')}
+  experimental = unsupported.stubs('tf.estimator.experimental')
+  estimator_module = {
+      'Estimator': estimator_lib.Estimator,
+      'EstimatorV2': estimator_lib.Estimator,
+      'WarmStartSettings': estimator_lib.WarmStartSettings,
+      'VocabInfo': estimator_lib.VocabInfo,
+      '_load_global_step_from_checkpoint_dir':
+          estimator_lib.load_global_step_from_checkpoint_dir}
+  private = {
+      '': ({}, True),
+      '.estimator': (estimator_module, False),
+      '.estimator_lib': (dict(v2), False),
+      '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
+                     'ModeKeys': specs.ModeKeys}, False),
+      '.mode_keys': ({'ModeKeys': specs.ModeKeys}, False),
+      '.run_config': ({'RunConfig': run_config.RunConfig,
+                       'TaskType': run_config.TaskType}, False),
+      '.training': ({n: v2[n] for n in ('TrainSpec', 'EvalSpec',
+                                        'train_and_evaluate')}, False),
+      '.exporter': ({n: v2[n] for n in ('Exporter', 'FinalExporter',
+                                        'LatestExporter')}, False),
+      '.export': (export_names, True),
+      '.export.export': (export_names, False),
+      '.export.export_lib': (export_names, False),
+      '.export.export_output': ({n: export_names[n] for n in _EXPORT_NAMES
+                                 if n.endswith('Output')}, False),
+      '.tpu': (tpu, True),
+      '.tpu.tpu_estimator': (tpu, False),
+      '.tpu.tpu_config': (tpu, False),
+  }
+  found = {
+      'tensorflow.estimator': (dict(v2), True),
+      'tensorflow.estimator.export': (export_names, False),
+      'tensorflow.estimator.experimental': (experimental, False),
+      'tensorflow.compat.v1.estimator': (dict(v2), True),
+      'tensorflow.compat.v1.estimator.export': (export_names, False),
+      'tensorflow.compat.v1.estimator.experimental': (experimental, False),
+      'tensorflow.compat.v1.estimator.inputs': (
+          unsupported.stubs('tf.compat.v1.estimator.inputs'), False),
+      'tensorflow.compat.v1.estimator.tpu': (tpu, True),
+      'tensorflow.compat.v1.estimator.tpu.experimental': (
+          unsupported.stubs('tf.compat.v1.estimator.tpu.experimental'),
+          False),
+      'tensorflow_estimator': ({}, True),
+      'tensorflow_estimator.python': ({}, True),
+  }
+  for base in ('tensorflow.python.estimator',
+               'tensorflow_estimator.python.estimator'):
+    for suffix, entry in private.items():
+      found[base + suffix] = entry
+  for name in ('tpu_estimator', 'tpu_config'):
+    found[f'tensorflow.python.tpu.{name}'] = (tpu, False)
+  return found
+
+
+def _exists(name):
+  try:
+    return importlib.util.find_spec(name) is not None
+  except (ImportError, ValueError):
+    return False
+
+
+def _build():
+  """Creates every facade module and links each to its parent's attribute."""
+  for name, (names, package) in _namespaces().items():
+    if name.startswith('tensorflow.python.tpu.') and _exists(name):
+      continue  # This TF still has the module (shim): leave it alone.
+    _modules[name] = _module(name, names, package)
+  for name, module in _modules.items():
+    parent, _, child = name.rpartition('.')
+    if parent in _modules:
+      setattr(_modules[parent], child, module)
+  # tensorflow_estimator's own top-level `estimator` is the TF1 API.
+  _modules['tensorflow_estimator'].estimator = _modules[
+      'tensorflow.compat.v1.estimator']
+
+
+def install():
+  """Installs the facade where Estimator is missing; True if this call did.
+
+  False where the real Estimator exists or the facade is already in place.
+  Call it before the program or model code first looks up tf.estimator.
+  """
+  # tf.compat.v1 is loaded lazily: a later import (tf-keras does one) would
+  # replace an unloaded placeholder, and with it the names set here.
+  importlib.import_module('tensorflow.compat.v1')
+  if has_estimator():
+    return False
+  if _modules:
+    return False
+  _build()
+  for name, module in _modules.items():
+    sys.modules.setdefault(name, module)
+  tf.estimator = _modules['tensorflow.estimator']
+  tf.compat.v2.estimator = _modules['tensorflow.estimator']
+  tf.compat.v1.estimator = _modules['tensorflow.compat.v1.estimator']
+  behavior.neutralise()
+  logging.info('TensorFlow %s has no tf.estimator: installed the '
+               'trainer.legacy facade (Estimator API on the tf2 runner).',
+               tf.__version__)
+  return True
+
+
+def installed():
+  """Whether install() has put the facade in place in this process."""
+  return bool(_modules)

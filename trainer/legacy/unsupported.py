@@ -1,0 +1,105 @@
+"""Estimator APIs the facade does not provide, each with what to use instead.
+
+Every name is present (so imports succeed), but calling or instantiating it
+raises UnsupportedApiError naming the API, why, and the alternative. The
+table is the single source of MIGRATION.md's "not supported" list.
+"""
+
+import tensorflow as tf
+
+
+class UnsupportedApiError(NotImplementedError):
+  """An Estimator API the trainer.legacy facade does not provide."""
+
+
+_CANNED = (
+    'canned Estimators build their own model_fn from tf.feature_column and '
+    'Estimator heads',
+    'write a model_fn (TPUEstimatorSpec/EstimatorSpec) with the same layers, '
+    'or a Keras model trained with model.fit')
+_HEAD = ('Estimator heads compute losses and metrics for canned Estimators',
+         'compute the loss and metrics in your model_fn')
+_FEATURE_COLUMNS = (
+    'it builds tf.feature_column parsing specs for canned Estimators',
+    'write the tf.io.parse_example feature spec yourself')
+_EARLY_STOP = (
+    'early-stopping hooks read eval results inside a Session',
+    'loop over train(steps=N) / evaluate() and stop on the returned metrics')
+_INPUTS = ('it feeds through queues, which need a Session',
+           'return tf.data.Dataset.from_tensor_slices((features, labels)) '
+           'from the input_fn')
+
+# (API, why, alternative), by the name it has under tf.estimator or
+# tf.compat.v1.estimator.
+APIS = {
+    **{f'tf.estimator.{n}': _CANNED for n in (
+        'BaselineClassifier', 'BaselineEstimator', 'BaselineRegressor',
+        'BoostedTreesClassifier', 'BoostedTreesEstimator',
+        'BoostedTreesRegressor', 'DNNClassifier', 'DNNEstimator',
+        'DNNLinearCombinedClassifier', 'DNNLinearCombinedEstimator',
+        'DNNLinearCombinedRegressor', 'DNNRegressor', 'LinearClassifier',
+        'LinearEstimator', 'LinearRegressor')},
+    **{f'tf.estimator.experimental.{n}': _CANNED for n in (
+        'LinearSDCA', 'RNNClassifier', 'RNNEstimator', 'KMeans',
+        'dnn_logit_fn_builder', 'linear_logit_fn_builder', 'call_logit_fn')},
+    **{f'tf.estimator.{n}': _HEAD for n in (
+        'Head', 'BinaryClassHead', 'LogisticRegressionHead',
+        'MultiClassHead', 'MultiHead', 'MultiLabelHead',
+        'PoissonRegressionHead', 'RegressionHead')},
+    'tf.estimator.classifier_parse_example_spec': _FEATURE_COLUMNS,
+    'tf.estimator.regressor_parse_example_spec': _FEATURE_COLUMNS,
+    'tf.estimator.add_metrics': (
+        'it wraps an Estimator\'s model_fn with metric ops evaluated in a '
+        'Session', 'add the metrics to your model_fn\'s eval_metrics'),
+    **{f'tf.estimator.experimental.{n}': _EARLY_STOP for n in (
+        'stop_if_higher_hook', 'stop_if_lower_hook',
+        'stop_if_no_decrease_hook', 'stop_if_no_increase_hook',
+        'make_early_stopping_hook')},
+    'tf.estimator.experimental.make_stop_at_checkpoint_step_hook': (
+        'it polls checkpoints from a hook inside a Session',
+        'pass max_steps to train()'),
+    'tf.estimator.experimental.InMemoryEvaluatorHook': (
+        'it evaluates inside the training Session',
+        'call evaluate() between train(steps=N) calls, or use '
+        'tf.estimator.train_and_evaluate'),
+    'tf.estimator.experimental.build_raw_supervised_input_receiver_fn': (
+        'supervised receivers serve TRAIN/EVAL SavedModels',
+        'export the PREDICT graph with export_saved_model'),
+    'tf.estimator.BestExporter': (
+        'it reads eval events to choose exports',
+        'use tf.estimator.LatestExporter or FinalExporter, or export after '
+        'evaluate() when the metric improves'),
+    'tf.compat.v1.estimator.inputs.numpy_input_fn': _INPUTS,
+    'tf.compat.v1.estimator.inputs.pandas_input_fn': _INPUTS,
+    'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
+        'TPU embeddings need TPUEstimator\'s TPU-embedding infeed',
+        'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '
+        'or a regular embedding lookup'),
+}
+
+
+def error(api):
+  """UnsupportedApiError for `api` (a key of APIS)."""
+  why, alternative = APIS[api]
+  return UnsupportedApiError(
+      f'{api} is not supported by trainer.legacy on TensorFlow '
+      f'{tf.__version__}: {why}. Instead: {alternative}.')
+
+
+def stub(api):
+  """A class named like the API whose construction raises error(api)."""
+
+  def __init__(self, *args, **kwargs):  # pylint: disable=invalid-name
+    del self, args, kwargs
+    raise error(api)
+
+  name = api.rsplit('.', 1)[1]
+  return type(name, (), {'__init__': __init__, '__doc__':
+                         f'Not supported: {APIS[api][1]}.',
+                         '__module__': 'trainer.legacy.unsupported'})
+
+
+def stubs(prefix):
+  """{name: stub} of the unsupported APIs directly under module `prefix`."""
+  return {api[len(prefix) + 1:]: stub(api) for api in APIS
+          if api.rsplit('.', 1)[0] == prefix}
