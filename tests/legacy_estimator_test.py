@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainer.legacy import backend
 from trainer.legacy import estimator as estimator_lib
-from trainer.legacy import graph_check
+from trainer.legacy import export as export_lib
 from trainer.legacy import hooks
 from trainer.legacy import run_config
-from trainer.legacy import runner_fns
 from trainer.legacy import specs
 from trainer.legacy import training
+from trainer.tf2 import graph_check
+from trainer.tf2 import hooks as runner_hooks
 
 ModeKeys = specs.ModeKeys
 v1 = tf.compat.v1
@@ -225,7 +225,7 @@ def test_model_fn_signature_subsets_and_config(tmp_path):
   assert seen['config'].model_dir == est.model_dir
   with pytest.raises(ValueError, match='does not include params'):
     estimator_lib.Estimator(no_params, params={'lr': 1.0})
-  with pytest.raises(ValueError, match='must include features'):
+  with pytest.raises(ValueError, match='must include a `features` argument'):
     estimator_lib.Estimator(lambda x, labels: None)
   with pytest.raises(ValueError, match='different values'):
     estimator_lib.Estimator(no_params, model_dir='/a',
@@ -256,32 +256,44 @@ def test_logging_stop_and_nan_hooks_run_without_a_session(tmp_path):
                   hooks=[hooks.NanTensorHook('loss_t')])
 
 
-def test_session_hooks_fail_before_training_naming_the_hook(tmp_path):
+def test_summary_and_step_counter_hooks_run_session_hooks_fail(tmp_path):
   est = _estimator(tmp_path)
+  summary_dir = str(tmp_path / 'summaries')
 
-  class CustomHook(hooks.SessionRunHook):
-    pass
+  def summarised(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    if mode != ModeKeys.TRAIN:
+      return spec
+    summary = v1.summary.scalar('loss_again', spec.loss)
+    return spec._replace(training_hooks=(hooks.SummarySaverHook(
+        save_steps=2, output_dir=summary_dir, summary_op=summary),))
 
-  for hook, text in ((hooks.StepCounterHook(every_n_steps=1),
-                      'StepCounterHook in train'),
-                     (hooks.SummarySaverHook(save_steps=1, output_dir='/tmp',
-                                             summary_op=[]),
-                      'SummarySaverHook in train'),
-                     (CustomHook(), 'CustomHook in train')):
+  est = estimator_lib.Estimator(summarised, model_dir=est.model_dir,
+                                params={'lr': 0.1})
+  est.train(train_input_fn, steps=4, hooks=[
+      hooks.StepCounterHook(every_n_steps=2, output_dir=summary_dir)])
+  assert [s for s, _ in _events(summary_dir, 'loss_again')] == [1, 3]
+  assert _events(summary_dir, 'global_step/sec')
+
+  class SessionHook(hooks.SessionRunHook):
+    def begin(self):
+      self._w = v1.get_collection(v1.GraphKeys.TRAINABLE_VARIABLES)[0]
+      self._doubled = self._w * 2
+
+    def after_create_session(self, session, coord):
+      session.run(self._doubled)
+
+  with pytest.raises(runner_hooks.HookNeedsSessionError,
+                     match='SessionRunHook SessionHook runs'):
+    est.train(train_input_fn, steps=1, hooks=[SessionHook()])
+  assert est.get_variable_value('global_step') == 4  # Nothing ran.
+  for hook, text in ((hooks.ProfilerHook(save_steps=1, output_dir='/tmp'),
+                      'ProfilerHook in train'),
+                     (hooks.FinalOpsHook([]), 'FinalOpsHook in train')):
     with pytest.raises(hooks.UnsupportedHookError, match=text):
       est.train(train_input_fn, steps=1, hooks=[hook])
-  assert est.latest_checkpoint() is None  # Nothing ran.
   with pytest.raises(TypeError, match='SessionRunHook'):
     est.train(train_input_fn, steps=1, hooks=[object()])
-
-  def hook_in_spec(features, labels, mode, params):
-    spec = model_fn(features, labels, mode, params)
-    return spec._replace(training_hooks=(CustomHook(),))
-
-  with pytest.raises(hooks.UnsupportedHookError,
-                     match='CustomHook in the spec'):
-    estimator_lib.Estimator(hook_in_spec, model_dir=est.model_dir).train(
-        train_input_fn, steps=1)
 
 
 def test_checkpoint_saver_hook_and_listeners(tmp_path):
@@ -298,15 +310,24 @@ def test_checkpoint_saver_hook_and_listeners(tmp_path):
   assert _checkpoint_steps(est.model_dir) == [0, 3, 6, 7]
   assert saves == [0, 3, 6, 7]
   elsewhere = hooks.CheckpointSaverHook(str(tmp_path / 'x'), save_steps=3)
-  with pytest.raises(hooks.UnsupportedHookError, match='checkpoint_dir'):
+  with pytest.raises(runner_hooks.HookNeedsSessionError,
+                     match='checkpoint_dir'):
     est.train(train_input_fn, steps=1, hooks=[elsewhere])
 
-  class BeforeSave(hooks.CheckpointSaverListener):
-    def before_save(self, session, global_step_value):
-      pass
+  calls = []
 
-  with pytest.raises(hooks.UnsupportedHookError, match='before_save'):
-    est.train(train_input_fn, steps=1, saving_listeners=[BeforeSave()])
+  class Stopper(hooks.CheckpointSaverListener):
+    def before_save(self, session, global_step_value):
+      calls.append(('before', global_step_value))
+
+    def after_save(self, session, global_step_value):
+      calls.append(('after', global_step_value))
+      return global_step_value >= 12  # Stops training there.
+
+  est.train(train_input_fn, steps=20, saving_listeners=[Stopper()])
+  assert calls == [('before', 7), ('after', 7), ('before', 10),
+                   ('after', 10), ('before', 15), ('after', 15)]
+  assert est.get_variable_value('global_step') == 15
 
 
 def test_warm_start_from_checkpoint_and_settings(tmp_path):
@@ -369,15 +390,11 @@ def test_refuses_what_tf2_would_run_differently(tmp_path):
     est.train(tensors_not_dataset, steps=1)
 
 
-def test_what_the_runner_lacks_fails_naming_the_api(tmp_path):
+def test_batches_metric_ops_export_and_no_checkpoint(tmp_path):
   est = _estimator(tmp_path)
   est.train(train_input_fn, steps=2)
-  with pytest.raises(runner_fns.RunnerFeatureMissing,
-                     match='export_saved_model'):
-    est.export_saved_model(str(tmp_path / 'export'), lambda: None)
-  with pytest.raises(runner_fns.RunnerFeatureMissing,
-                     match='yield_single_examples=False'):
-    next(est.predict(predict_input_fn, yield_single_examples=False))
+  batches = list(est.predict(predict_input_fn, yield_single_examples=False))
+  assert [b['logits'].shape for b in batches] == [(8, 3)] * 3
 
   def with_metric_ops(features, labels, mode, params):
     spec = model_fn(features, labels, mode, params)
@@ -386,14 +403,26 @@ def test_what_the_runner_lacks_fails_naming_the_api(tmp_path):
     return spec._replace(eval_metric_ops={'accuracy': v1.metrics.accuracy(
         labels, tf.argmax(_linear(features), 1))})
 
-  with pytest.raises(runner_fns.RunnerFeatureMissing,
-                     match=r'EstimatorSpec\(eval_metric_ops=...\)'):
-    estimator_lib.Estimator(with_metric_ops, model_dir=est.model_dir,
-                            params={}).evaluate(eval_input_fn)
+  metrics = estimator_lib.Estimator(
+      with_metric_ops, model_dir=est.model_dir,
+      params={}).evaluate(eval_input_fn)
+  classes = np.concatenate([b['class'] for b in batches])
+  labels = np.concatenate([y.numpy() for _, y in eval_input_fn()])
+  assert metrics['accuracy'] == pytest.approx(np.mean(classes == labels))
+
+  def serving_input_receiver_fn():
+    x = v1.placeholder(tf.float32, [None, 4], name='x')
+    return export_lib.ServingInputReceiver({'x': x}, {'x': x})
+
+  path = est.export_saved_model(str(tmp_path / 'export'),
+                                serving_input_receiver_fn)
+  assert isinstance(path, bytes)
+  served = tf.saved_model.load(path.decode()).signatures['serving_default']
+  x = next(iter(predict_input_fn()))['x']
+  np.testing.assert_allclose(served(x=x)['logits'].numpy(),
+                             batches[0]['logits'], rtol=1e-5)
   empty = estimator_lib.Estimator(model_fn, model_dir=str(tmp_path / 'e'))
-  with pytest.raises(runner_fns.RunnerFeatureMissing,
-                     match='no checkpoint in model_dir'):
-    empty.evaluate(eval_input_fn)
+  assert set(empty.evaluate(eval_input_fn)) == {'loss', 'global_step'}
   with pytest.raises(ValueError, match='input_receiver_fn must be defined'):
     est.export_saved_model(str(tmp_path / 'export'), None)
 
@@ -422,7 +451,6 @@ def test_strategy_in_run_config_must_match_the_runners(tmp_path):
   est = _estimator(tmp_path, config=config)
   est.train(train_input_fn, steps=1)  # One replica, as the runner's.
   assert est.get_variable_value('global_step') == 1
-  assert backend.RunnerFeatureMissing is runner_fns.RunnerFeatureMissing
 
 
 def test_feature_column_input_layer_in_a_model_fn(tmp_path):

@@ -28,9 +28,9 @@ def _policy(clock=None, **overrides):
 
 @pytest.mark.parametrize('name, value', [
     ('save_every_steps', 0), ('steps_per_loop', -1), ('global_batch', 1.5),
-    ('train_steps', None)])
+    ('train_steps', 0), ('save_every_secs', -1)])
 def test_arguments_are_validated_by_name(name, value):
-  message = rf'^`{name}` \({value}\) must be a positive integer'
+  message = rf'^`{name}` \({value}\) must be a positive'
   with pytest.raises(ValueError, match=message):
     _policy(**{name: value})
 
@@ -114,3 +114,30 @@ def test_policy_for_params():
       'save_checkpoints_steps': 50, 'iterations_per_loop': 25,
       'train_batch_size': 32, 'train_steps': 200, 'model_dir': '/m'})
   assert (policy.save_every_steps, policy.steps_per_loop) == (50, 25)
+
+
+def test_seconds_cadence_saves_when_the_time_has_passed():
+  clock = _Clock()
+  policy = _policy(clock, save_every_steps=None, save_every_secs=30)
+  policy.begin(0, 100)
+  assert policy.loop_steps(0) == 4  # No step multiple to end a loop at.
+  clock.now = 29.0
+  assert not policy.after_loop(4, [1.0]).save
+  clock.now = 30.0
+  assert policy.after_loop(8, [1.0]).save
+  policy.saved(8)
+  clock.now = 40.0
+  assert not policy.should_save(12)
+  with pytest.raises(ValueError, match='cannot both be set'):
+    _policy(save_every_secs=30)
+
+
+def test_without_a_last_step_training_runs_until_stopped():
+  policy = _policy(save_every_steps=None, train_steps=None,
+                   global_batch=None)
+  policy.begin(0, None)
+  assert policy.loop_steps(1000) == 4
+  assert not policy.after_loop(1000, [1.0]).save  # No cadence.
+  policy.request_stop()  # E.g. the input ended.
+  assert policy.after_loop(1003, [1.0]) == loop.LoopDecision(True, True)
+  assert policy.replace(save_every_steps=5).save_every_steps == 5

@@ -9,8 +9,13 @@ the policy
   * logs the progress line (trainer/progress.py) once at least
     `steps_per_loop` steps passed since the last one, and at the end;
   * decides to save when the step reaches or passes a multiple of
-    `save_every_steps`, at the end of train(to_step), and on SIGTERM;
-  * decides to stop on SIGTERM (trainer/guard/preemption.py), after saving.
+    `save_every_steps` (or `save_every_secs` passed since the last save, as
+    Estimator's save_checkpoints_secs), at the end of train(to_step), and
+    when it stops;
+  * decides to stop on SIGTERM (trainer/guard/preemption.py), when a hook
+    asks or when the input ends (`request_stop`), after saving.
+Training may run without a last step (to_step None, Estimator.train with
+neither steps nor max_steps): it then ends when the input does.
 Before writing a checkpoint the runner calls `check_variables`, so no
 checkpoint with NaN or Inf values is ever written, then `saved`.
 """
@@ -29,58 +34,102 @@ from trainer.guard import preemption
 LoopDecision = collections.namedtuple('LoopDecision', ['save', 'stop'])
 
 
-def _positive_integer(name, value):
+def _positive_integer(name, value, optional=False):
+  if optional and value is None:
+    return None
   if (not isinstance(value, numbers.Integral) or isinstance(value, bool) or
       value <= 0):
-    raise ValueError(f'`{name}` ({value!r}) must be a positive integer.')
+    raise ValueError(f'`{name}` ({value!r}) must be a positive integer'
+                     f'{" or None" if optional else ""}.')
   return int(value)
+
+
+def _positive_number(name, value):
+  if value is None:
+    return None
+  if (not isinstance(value, numbers.Real) or isinstance(value, bool) or
+      value <= 0):
+    raise ValueError(f'`{name}` ({value!r}) must be a positive number or '
+                     'None.')
+  return value
 
 
 class LoopPolicy:
   """Checkpoint cadence, progress line, non-finite checks and SIGTERM stop."""
 
   def __init__(self, *, save_every_steps, steps_per_loop, global_batch,
-               train_steps, model_dir, clock=time.monotonic):
+               train_steps, model_dir, save_every_secs=None,
+               clock=time.monotonic):
     """All arguments keyword-only; integers must be positive.
 
-    save_every_steps: checkpoint cadence in steps. steps_per_loop: steps per
+    save_every_steps: checkpoint cadence in steps, or None. save_every_secs:
+    cadence in seconds instead (not both); with neither, checkpoints are
+    written only when training starts and ends. steps_per_loop: steps per
     loop where the runner chooses (and the progress-line cadence).
-    global_batch: examples per step, for examples/sec. train_steps: the
-    run's last step, for the ETA. model_dir: named in non-finite errors.
+    global_batch: examples per step, for examples/sec (None: unknown, e.g.
+    an Estimator input_fn that batches itself). train_steps: the run's last
+    step, for the ETA (None: unknown). model_dir: named in non-finite
+    errors.
     """
     self.save_every_steps = _positive_integer('save_every_steps',
-                                              save_every_steps)
+                                              save_every_steps, optional=True)
+    self.save_every_secs = _positive_number('save_every_secs',
+                                            save_every_secs)
+    if save_every_steps is not None and save_every_secs is not None:
+      raise ValueError('`save_every_steps` and `save_every_secs` cannot both '
+                       'be set.')
     self.steps_per_loop = _positive_integer('steps_per_loop', steps_per_loop)
-    self.global_batch = _positive_integer('global_batch', global_batch)
-    self.train_steps = _positive_integer('train_steps', train_steps)
+    self.global_batch = _positive_integer('global_batch', global_batch,
+                                          optional=True)
+    self.train_steps = _positive_integer('train_steps', train_steps,
+                                         optional=True)
     if not model_dir:
       raise ValueError(f'`model_dir` ({model_dir!r}) must be a directory.')
     self.model_dir = model_dir
     self._clock = clock
+    self._begun = False
     self._to_step = None
     self._stop = False
     self.last_saved_step = None
+    self._last_saved_time = None
     self._logged = None  # (step, time) of the last progress line.
+
+  def replace(self, **changes):
+    """A new policy with some constructor arguments changed (e.g. one
+    Estimator.train call's checkpoint cadence)."""
+    args = dict(save_every_steps=self.save_every_steps,
+                save_every_secs=self.save_every_secs,
+                steps_per_loop=self.steps_per_loop,
+                global_batch=self.global_batch, train_steps=self.train_steps,
+                model_dir=self.model_dir, clock=self._clock)
+    args.update(changes)
+    return LoopPolicy(**args)
 
   def begin(self, step, to_step):
     """Training continues from `step` (saved, or the initial state) to
-    `to_step`."""
+    `to_step` (None: until the input ends)."""
+    self._begun = True
     self._to_step = to_step
     self._stop = False
     self.last_saved_step = step
+    self._last_saved_time = self._clock()
     self._logged = (step, self._clock())
 
   def _to(self):
-    if self._to_step is None:
+    """The last step (inf without one); raises before begin()."""
+    if not self._begun:
       raise RuntimeError('LoopPolicy: call begin(step, to_step) first.')
-    return self._to_step
+    return float('inf') if self._to_step is None else self._to_step
 
   def loop_steps(self, step):
     """Steps of the next loop from `step`, for runners that choose: at most
     steps_per_loop, ending at the next multiple of save_every_steps or at
     to_step."""
-    next_save = (step // self.save_every_steps + 1) * self.save_every_steps
-    return min(self.steps_per_loop, self._to() - step, next_save - step)
+    steps = min(self.steps_per_loop, self._to() - step)
+    if self.save_every_steps:
+      every = self.save_every_steps
+      steps = min(steps, (step // every + 1) * every - step)
+    return int(steps)
 
   def after_loop(self, step, losses):
     """Checks and logs the loop that ended at `step`; a LoopDecision.
@@ -102,17 +151,23 @@ class LoopPolicy:
 
   def request_stop(self):
     """Stop after this loop, with a checkpoint (a SessionRunHook's
-    request_stop(), or StopAtStepHook)."""
+    request_stop(), StopAtStepHook, a CheckpointSaverListener, or the end
+    of the input)."""
     self._stop = True
 
   def should_save(self, step):
     """Whether to checkpoint at `step`: not yet saved there, and a multiple
-    of save_every_steps reached or passed, to_step reached, or stopping."""
+    of save_every_steps reached or passed (or save_every_secs passed),
+    to_step reached, or stopping."""
     if step == self.last_saved_step:
       return False
     if self._stop or step >= self._to():
       return True
+    if self.save_every_secs is not None:
+      return self._clock() - self._last_saved_time >= self.save_every_secs
     every = self.save_every_steps
+    if every is None:
+      return False
     return step // every > self.last_saved_step // every
 
   def check_variables(self, finite_by_name, step):
@@ -125,24 +180,32 @@ class LoopPolicy:
   def saved(self, step):
     """Records a checkpoint written at `step`."""
     self.last_saved_step = step
+    self._last_saved_time = self._clock()
 
   def _log_progress(self, step, losses):
     last_step, last_time = self._logged
-    if step - last_step < self.steps_per_loop and step < self._to_step:
+    if (step - last_step < self.steps_per_loop and step < self._to() and
+        not self._stop):
+      return
+    losses = np.asarray(losses).reshape(-1)
+    if not losses.size:  # The input ended before this loop's first step.
       return
     now = self._clock()
-    loss = np.asarray(losses).reshape(-1)[-1]
+    remaining = (None if self.train_steps is None
+                 else self.train_steps - step)
     values = progress.train_values(step - last_step, now - last_time,
-                                   self.global_batch, loss,
-                                   self.train_steps - step)
+                                   self.global_batch, losses[-1], remaining)
     logging.info('%s', progress.format_line('train', step, values))
     self._logged = (step, now)
 
 
 def policy_for(params):
-  """The LoopPolicy of params' training flags."""
+  """The LoopPolicy of params' training flags (the Estimator facade's
+  params may also hold save_checkpoints_secs, and 0 for an unknown batch
+  size or last step)."""
   return LoopPolicy(save_every_steps=params['save_checkpoints_steps'],
+                    save_every_secs=params.get('save_checkpoints_secs'),
                     steps_per_loop=params['iterations_per_loop'],
-                    global_batch=params['train_batch_size'],
-                    train_steps=params['train_steps'],
+                    global_batch=params['train_batch_size'] or None,
+                    train_steps=params['train_steps'] or None,
                     model_dir=params['model_dir'])

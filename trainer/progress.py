@@ -24,9 +24,15 @@ def format_line(kind, step, values):
 
 
 def train_values(steps, seconds, global_batch, loss, remaining_steps):
-  """The dict of a train progress line for `steps` done in `seconds`."""
+  """The dict of a train progress line for `steps` done in `seconds`;
+  global_batch None leaves examples/sec out, remaining_steps None makes the
+  ETA '?'."""
   rate = steps / seconds if seconds > 0 else float('inf')
   eta = datetime.timedelta(seconds=round(remaining_steps / rate)) if (
-      rate > 0 and rate != float('inf')) else '?'
-  return {'steps/sec': rate, 'examples/sec': rate * global_batch,
-          'loss': float(loss), 'eta': str(eta)}
+      remaining_steps is not None and rate > 0 and
+      rate != float('inf')) else '?'
+  values = {'steps/sec': rate}
+  if global_batch is not None:
+    values['examples/sec'] = rate * global_batch
+  values.update({'loss': float(loss), 'eta': str(eta)})
+  return values

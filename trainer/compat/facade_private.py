@@ -5,8 +5,9 @@
   * `SecondOrStepTimer` and `NanLossDuringTrainingError` of TF core's
     basic_session_run_hooks (tf.estimator re-exported them);
   * the configuration TF's standard SessionRunHooks keep in private fields
-    (tensors of a LoggingTensorHook, cadence of a CheckpointSaverHook, ...),
-    so the facade can honour them without a Session;
+    (the cadence and listeners of a CheckpointSaverHook, the last step of a
+    StopAtStepHook), so the tf2 runner and the facade can honour them
+    without a Session;
   * the module `tensorflow.python.compat.v2_compat`, whose
     disable_v2_behavior() the facade neutralises.
 These have not changed from TF 2.15 to 2.21; tests/legacy_facade_test.py
@@ -34,18 +35,6 @@ def timer_cadence(timer):
           getattr(timer, '_every_secs', None))
 
 
-def logging_hook_config(hook):
-  """{tensors: {tag: tensor or name}, tag_order, formatter, at_end, timer}."""
-  return {'tensors': dict(hook._tensors), 'tag_order': list(hook._tag_order),
-          'formatter': hook._formatter, 'at_end': hook._log_at_end,
-          'timer': hook._timer}
-
-
-def nan_hook_config(hook):
-  """{tensor: the watched loss, fail: fail_on_nan_loss} of a NanTensorHook."""
-  return {'tensor': hook._loss_tensor, 'fail': hook._fail_on_nan_loss}
-
-
 def stop_hook_config(hook):
   """(num_steps, last_step) of a StopAtStepHook (one of them is None)."""
   return hook._num_steps, hook._last_step
@@ -58,14 +47,3 @@ def saver_hook_config(hook):
   return {'dir': hook._checkpoint_dir, 'every_steps': steps,
           'every_secs': secs, 'listeners': list(hook._listeners),
           'saver': hook._saver, 'scaffold': hook._scaffold}
-
-
-def begin_logging_hook(hook):
-  """What LoggingTensorHook.begin() does, minus looking tensors up in a graph.
-
-  Afterwards before_run/after_run/end drive it on values fetched elsewhere:
-  results are dicts {tag: value}.
-  """
-  hook._timer.reset()
-  hook._iter_count = 0
-  hook._current_tensors = {tag: tag for tag in hook._tensors}

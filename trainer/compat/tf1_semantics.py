@@ -17,7 +17,7 @@ behave as in a TF1 Graph again:
   * a `tf.compat.v1.train.Saver` built inside a traced function records its
     arguments and builds nothing, so no save or restore op runs inside the
     training step; `eager_saver(saver)` builds the real one afterwards;
-  * SessionRunHooks accept such variables as tensors to fetch
+  * SessionRunHooks accept such variables (or their names) as tensors to fetch
     (`LoggingTensorHook({'step': global_step})`);
   * a Keras metric that was updated reports an update op, as Keras' v1
     Metric class does in a TF1 graph (Estimator's EstimatorSpec requires
@@ -115,12 +115,35 @@ def eager_saver(saver):
 _ORIGINAL_AS_GRAPH_ELEMENT = basic_session_run_hooks._as_graph_element  # pylint: disable=protected-access
 
 
+def _variable_named(name):
+  """The variable of the current graph's GLOBAL_VARIABLES named `name`."""
+  base = name.split(':')[0]
+  for variable in tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.GLOBAL_VARIABLES):
+    if variable.name.split(':')[0] == base:
+      return variable
+  return None
+
+
 def _as_graph_element(obj):
   """basic_session_run_hooks' lookup, also accepting variables made outside
-  the graph being traced (`LoggingTensorHook({'step': global_step})`)."""
+  the graph being traced, as objects or by name
+  (`LoggingTensorHook({'step': global_step})`, `{'step': 'global_step'}`)."""
   if isinstance(obj, tf.Variable):
     return obj
-  return _ORIGINAL_AS_GRAPH_ELEMENT(obj)
+  try:
+    return _ORIGINAL_AS_GRAPH_ELEMENT(obj)
+  except (KeyError, ValueError):
+    variable = _variable_named(obj) if isinstance(obj, str) else None
+    if variable is None:
+      raise
+    return variable
+
+
+def graph_element(name):
+  """The tensor, op or variable (made outside the graph) named `name` in
+  the current graph, as a TF1 Session looks fetches up."""
+  return _as_graph_element(name)
 
 
 _step_start = {}  # id(variable) -> (graph, its value at the step's start)

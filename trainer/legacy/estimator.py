@@ -12,8 +12,8 @@ Same constructor arguments, checks and method contracts as Estimator's:
   export_saved_model(...)  returns the export path as bytes;
   get_variable_value, get_variable_names, latest_checkpoint, eval_dir,
   model_dir, config, params, model_fn.
-The work is done by trainer/legacy/backend.py; what the runner cannot do
-yet raises a NotImplementedError naming the API.
+The work is done by the tf2 runner through trainer/legacy/backend.py; what
+it cannot do raises a NotImplementedError naming the API.
 """
 
 import collections
@@ -24,12 +24,12 @@ import tempfile
 from absl import logging
 import tensorflow as tf
 
+from trainer.compat import estimator_calls
 from trainer.legacy import backend
 from trainer.legacy import cluster
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
 from trainer.legacy import runner_fns
-from trainer.legacy import signatures
 from trainer.legacy import specs
 
 ModeKeys = specs.ModeKeys
@@ -103,6 +103,23 @@ def load_global_step_from_checkpoint_dir(checkpoint_dir):
     return 0
 
 
+_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'config'}
+
+
+def _verify_model_fn_args(model_fn, params):
+  """Raises ValueError as Estimator does for a model_fn it cannot call."""
+  estimator_calls.check_model_fn(model_fn)
+  args = set(estimator_calls.fn_args(model_fn))
+  if params is not None and 'params' not in args:
+    raise ValueError(f'model_fn ({model_fn}) does not include params '
+                     f'argument, but params ({params}) is passed to '
+                     'Estimator.')
+  unexpected = sorted(args - _MODEL_FN_ARGS)
+  if unexpected:
+    raise ValueError(f'model_fn ({model_fn}) has following not expected '
+                     f'args: {unexpected}')
+
+
 class Estimator:
   """tf.estimator.Estimator on the tf2 runner (see the module docstring)."""
 
@@ -112,7 +129,7 @@ class Estimator:
     logging.info('Using config: %s', self._config)
     if model_fn is None:
       raise ValueError('model_fn must be provided to Estimator.')
-    signatures.verify_model_fn_args(model_fn, params)
+    _verify_model_fn_args(model_fn, params)
     self._model_fn = model_fn
     self._params = copy.deepcopy(params or {})
     settings = _warm_start_settings(warm_start_from)
@@ -142,8 +159,8 @@ class Estimator:
     """model_fn(features, labels, mode, config) bound to self.params."""
 
     def public_model_fn(features, labels, mode, config):
-      return signatures.call_model_fn(self._model_fn, features, labels, mode,
-                                      self.params, config)
+      return estimator_calls.call_model_fn(self._model_fn, features, labels,
+                                           mode, self.params, config)
 
     return public_model_fn
 
@@ -190,20 +207,13 @@ class Estimator:
       logging.info('Skipping training since max_steps has already saved.')
       return self
     hooks = hooks_lib.check_hooks(hooks, 'train(hooks=...)')
-    listeners = hooks_lib.check_listeners(saving_listeners)
-    save_steps = self._config.save_checkpoints_steps
-    save_secs = self._config.save_checkpoints_secs
-    tensor_hooks = []
-    for hook in hooks:
-      if type(hook) is hooks_lib.CheckpointSaverHook:
-        save_steps, save_secs, more = hooks_lib.saver_hook_cadence(
-            hook, self.model_dir)
-        listeners += hooks_lib.check_listeners(more)
-      elif hooks_lib.is_tensor_hook(hook):
-        tensor_hooks.append(hook)
-      elif type(hook) is not hooks_lib.StopAtStepHook:
-        raise hooks_lib.unsupported(hook, 'train(hooks=...)')
-    if listeners and not (save_steps or save_secs):
+    hooks_lib.refuse_unsupported(hooks, 'train(hooks=...)')
+    listeners = list(saving_listeners or [])
+    saver_hooks = [h for h in hooks
+                   if isinstance(h, hooks_lib.CheckpointSaverHook)]
+    if listeners and not saver_hooks and not (
+        self._config.save_checkpoints_steps or
+        self._config.save_checkpoints_secs):
       raise ValueError(
           'There should be a CheckpointSaverHook to use saving_listeners. '
           'Please set one of the RunConfig.save_checkpoints_steps or '
@@ -211,8 +221,8 @@ class Estimator:
     stops = [s for s in (max_steps, None if steps is None else start + steps,
                          hooks_lib.stop_step(hooks, start)) if s is not None]
     step = self._backend.train(
-        input_fn, to_step=min(stops) if stops else None, hooks=tensor_hooks,
-        listeners=listeners, save_steps=save_steps, save_secs=save_secs)
+        input_fn, to_step=min(stops) if stops else None, hooks=hooks,
+        listeners=listeners)
     logging.info('Trained to global step %d.', step)
     return self
 
@@ -222,6 +232,7 @@ class Estimator:
                name=None):
     """Metrics of the latest (or the given) checkpoint; see the docstring."""
     hooks = hooks_lib.check_hooks(hooks, 'evaluate(hooks=...)')
+    hooks_lib.refuse_unsupported(hooks, 'evaluate(hooks=...)')
     if steps is not None and steps <= 0:
       raise ValueError(f'Must specify steps > 0, given: {steps}')
     return self._backend.evaluate(input_fn, steps=steps,
@@ -232,6 +243,7 @@ class Estimator:
               checkpoint_path=None, yield_single_examples=True):
     """Yields predictions; see the module docstring."""
     hooks = hooks_lib.check_hooks(hooks, 'predict(hooks=...)')
+    hooks_lib.refuse_unsupported(hooks, 'predict(hooks=...)')
     yield from self._backend.predict(
         input_fn, checkpoint_path=checkpoint_path, hooks=hooks,
         yield_single_examples=yield_single_examples,

@@ -22,6 +22,7 @@ import tensorflow as tf
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
+from trainer.tf2 import checkpoint_listeners
 
 
 def _check_input_fn(input_fn):
@@ -41,7 +42,7 @@ class TrainSpec(collections.namedtuple(
     return super().__new__(
         cls, input_fn, max_steps,
         tuple(hooks_lib.check_hooks(hooks, 'TrainSpec.hooks')),
-        tuple(hooks_lib.check_listeners(saving_listeners)))
+        tuple(checkpoint_listeners.check_listeners(saving_listeners)))
 
 
 class EvalSpec(collections.namedtuple('EvalSpec', [

@@ -14,7 +14,8 @@ is averaged over replicas. Metrics come from either spec:
     each evaluate(), and the values after the last batch are the result.
 evaluate() writes the result and the evaluated checkpoint's path to
 model_dir/eval (eval_NAME) at its global step, as Estimator does, and runs
-the spec's evaluation_hooks and the call's hooks (hooks.py).
+the spec's evaluation_hooks and the call's hooks (hooks.py). The first
+trace is checked for variable updates nothing fetches (graph_check.py).
 """
 
 import tensorflow as tf
@@ -22,6 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from trainer.compat import estimator as estimator_compat
+from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
@@ -40,6 +42,19 @@ def _metric_value(metric):
   return value
 
 
+def _metric_fetches(metrics):
+  """(what the step fetches, variables it updates without fetching) of
+  eval_metric_ops: (value, update) pairs are fetched; a Keras Metric's
+  updates are not, and write its variables."""
+  fetches, variables = [], []
+  for metric in (metrics or {}).values():
+    if hasattr(metric, 'result') and callable(metric.result):
+      variables += list(metric.variables)
+    else:
+      fetches += list(metric)
+  return fetches, variables
+
+
 class Evaluation:
   """evaluate / predict of a Tf2Runner (its strategy, module, input)."""
 
@@ -48,6 +63,7 @@ class Evaluation:
     self._spec = None  # The normalised spec of the last trace.
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
+    self._checks = graph_check.Recorder()
 
   def _trace_hooks(self, spec, outputs):
     """Hooks traced on the process's first replica (placeholders on the
@@ -65,6 +81,7 @@ class Evaluation:
     self._hooks = hook_runner
 
   def _replica_eval_step(self, features, labels):
+    started = graph_check.Recorder.start()
     spec = self._runner.call_model_fn(features, labels, ModeKeys.EVAL)
     if spec.loss is None:
       raise ValueError('model_fn returned no loss in EVAL.')
@@ -76,16 +93,22 @@ class Evaluation:
       outputs['metric_values'] = {name: _metric_value(metric) for name, metric
                                   in spec.eval_metric_ops.items()}
     self._trace_hooks(spec, outputs)
+    fetches, updated = _metric_fetches(spec.eval_metric_ops)
+    self._checks.add(started, [spec.loss] + outputs['metric_args'] + fetches +
+                     list(outputs['hooks']), updated)
     return outputs
 
   def _replica_predict_step(self, features, labels):
     del labels
+    started = graph_check.Recorder.start()
     spec = self._runner.call_model_fn(features, None, ModeKeys.PREDICT)
     if spec.predictions is None:
       raise ValueError('model_fn returned no predictions in PREDICT.')
     self._spec = spec
     outputs = {'predictions': spec.predictions}
     self._trace_hooks(spec, outputs)
+    self._checks.add(started, tf.nest.flatten(spec.predictions) +
+                     list(outputs['hooks']))
     return outputs
 
   def _distributed_fn(self, replica_fn):
@@ -114,16 +137,23 @@ class Evaluation:
 
     return tf.function(fn, autograph=False)
 
+  def _step(self):
+    """The global step of the loaded variables (of checkpoint_path, not
+    necessarily the latest checkpoint)."""
+    variable = self._runner.module.variables_by_name().get('global_step')
+    return 0 if variable is None else int(variable.numpy())
+
   def _prepare(self, fn, element, checkpoint_path, hooks):
     """Traces `fn` (creating variables), then loads the checkpoint."""
     runner = self._runner
     self._call_hooks = tuple(hooks)
     with runner.scope():
       concrete = fn.get_concrete_function(element)
+    self._checks.check(self._spec.mode)
     runner.load(self._spec, checkpoint_path)
     runner.stale = True  # Training reloads its own state before going on.
     if self._hooks:
-      self._hooks.after_create_session(runner.global_step)
+      self._hooks.after_create_session(self._step)
     return concrete
 
   def evaluate(self, steps, input_fn, checkpoint_path=None, hooks=(),
@@ -149,16 +179,16 @@ class Evaluation:
           'args': [v.numpy() for v in outputs['metric_args']]}))
       if self._hooks:
         self._hooks.after_steps([[v.numpy() for v in outputs['hooks']]],
-                                runner.global_step(), runner.global_step)
+                                self._step(), self._step)
       count += 1
     if graph is None:
       raise ValueError('Evaluation input produced no batch.')
     result = {k: float(v) for k, v in graph.run(graph.values).items()}
     result.update({k: v.numpy().item() if v.shape.rank == 0 else v.numpy()
                    for k, v in outputs['metric_values'].items()})
-    result['global_step'] = runner.global_step()
+    result['global_step'] = self._step()
     if self._hooks:
-      self._hooks.end(runner.global_step)
+      self._hooks.end(self._step)
     path = checkpoint_path or runner.latest_checkpoint()
     summaries.write_eval_summary(summaries.eval_dir(runner.model_dir, name),
                                  result, result['global_step'], path)
@@ -203,7 +233,7 @@ class Evaluation:
         outputs = predict_fn(element)
       if self._hooks:
         self._hooks.after_steps([[v.numpy() for v in outputs['hooks']]],
-                                runner.global_step(), runner.global_step)
+                                self._step(), self._step)
       predictions = outputs['predictions']
       if not isinstance(predictions, dict):
         predictions = {'predictions': predictions}
@@ -219,4 +249,4 @@ class Evaluation:
       for i in range(len(next(iter(arrays.values())))):
         yield {k: v[i] for k, v in arrays.items()}
     if self._hooks:
-      self._hooks.end(runner.global_step)
+      self._hooks.end(self._step)

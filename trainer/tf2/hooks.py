@@ -118,8 +118,9 @@ class HookRunner:
                          for key in self._graph.get_all_collection_keys()
                          if isinstance(key, str) and not key.startswith('_')}
     self._index, self._tensors, self._fetches = {}, [], []
-    self._step_reads = [id(t) for t in self._graph.get_collection(
-        _GLOBAL_STEP_READ_KEY)]
+    step_reads = self._graph.get_collection(_GLOBAL_STEP_READ_KEY)
+    self._step_reads = [id(t) for t in step_reads]
+    global_step = _v1.train.get_global_step()
     with tf1_semantics.graph_semantics():
       for hook in self.hooks:
         hook.begin()
@@ -127,20 +128,43 @@ class HookRunner:
             original_args=_v1.train.SessionRunArgs(extra_fetches),
             session=HostSession(hook, self._graph, {}, lambda: 0))
         args = hook.before_run(context)
+        if args is not None and args.feed_dict:
+          raise HookNeedsSessionError(
+              f'SessionRunHook {_hook_name(hook)} feeds a '
+              'tf.compat.v1.Session (SessionRunArgs(feed_dict=...)); the tf2 '
+              'runner has none: feed data through the input_fn\'s dataset.')
         flat = tf.nest.flatten(args.fetches) if args is not None else []
         self._fetches.append(flat)
         for fetch in flat:
           if id(fetch) in self._index:
             continue
-          if isinstance(fetch, tf.Variable):
-            tensor = fetch.read_value()
-          elif isinstance(fetch, tf.Tensor):
-            tensor = fetch
-          else:
+          tensor = self._fetched_tensor(hook, fetch, global_step, step_reads)
+          if tensor is None:
             continue  # Ops (and None) have no value.
           self._index[id(fetch)] = len(self._tensors)
           self._tensors.append(tensor)
     return list(self._tensors)
+
+  def _fetched_tensor(self, hook, fetch, global_step, step_reads):
+    """The tensor whose per-step value answers `fetch` (a tensor, variable
+    or graph-element name); None for ops. The global step gives its value
+    at the step's start, as a TF1 session fetching it with train_op did."""
+    if isinstance(fetch, str):
+      try:
+        fetch = tf1_semantics.graph_element(fetch)
+      except (KeyError, ValueError) as e:
+        raise HookNeedsSessionError(
+            f'SessionRunHook {_hook_name(hook)} fetches {fetch!r}, which '
+            f'names no tensor or variable of the step: {e}') from e
+      if isinstance(fetch, tf.Operation):
+        return None
+    if isinstance(fetch, tf.Variable):
+      if global_step is not None and fetch is global_step and step_reads:
+        return step_reads[0]
+      return fetch.read_value()
+    if isinstance(fetch, tf.Tensor):
+      return fetch
+    return None
 
   def restart(self):
     """Calls every hook's begin() again in the traced graph, with the

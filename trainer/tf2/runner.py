@@ -114,14 +114,20 @@ class Tf2Runner:
       return int(variable.numpy())
     return controller.latest_checkpoint_step(self._params['model_dir']) or 0
 
-  def train(self, to_step=None, *, steps=None, input_fn=None, hooks=()):
-    """Trains until global_step reaches `to_step` (or for `steps` more),
-    as the loop policy says; `hooks`: SessionRunHooks of this call."""
-    if (to_step is None) == (steps is None):
-      raise ValueError('train: give exactly one of to_step and steps.')
-    if to_step is None:
+  def train(self, to_step=None, *, steps=None, input_fn=None, hooks=(),
+            saving_listeners=()):
+    """Trains until global_step reaches `to_step` (or for `steps` more; with
+    neither, until the input ends), as the loop policy says. The end of the
+    input stops training early, with a checkpoint. `hooks`: SessionRunHooks
+    of this call (a CheckpointSaverHook sets its checkpoint cadence);
+    `saving_listeners`: CheckpointSaverListeners called around checkpoints.
+    """
+    if to_step is not None and steps is not None:
+      raise ValueError('train: give at most one of to_step and steps.')
+    if steps is not None:
       to_step = self.global_step() + steps
-    self._training.train(to_step, self._input_fn('train', input_fn), hooks)
+    self._training.train(to_step, self._input_fn('train', input_fn), hooks,
+                         saving_listeners)
 
   def evaluate(self, steps=None, *, input_fn=None, checkpoint_path=None,
                hooks=(), name=None):

@@ -15,7 +15,13 @@ input_fn anew, as Estimator does. After each loop, on the host:
     (hooks.py), from the first replica;
   * checkpoints, the progress line, non-finite checks and SIGTERM follow the
     loop policy (trainer/loop.py); a hook's request_stop() ends training
-    after the loop.
+    after the loop; CheckpointSaverListeners are called around each
+    checkpoint and a CheckpointSaverHook sets the call's cadence
+    (checkpoint_listeners.py).
+The end of the input ends training as in Estimator: the loop takes each
+batch with get_next_as_optional, stops early when there is none, and
+training stops there with a checkpoint. The step's first trace is checked
+for variable updates nothing fetches (graph_check.py).
 """
 
 import contextlib
@@ -25,7 +31,11 @@ import tensorflow as tf
 
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import tf_private
+from absl import logging
+
 from trainer.guard import nonfinite
+from trainer.tf2 import checkpoint_listeners
+from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
@@ -51,9 +61,11 @@ class Training:
     self._host_step = None
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
+    self._checks = graph_check.Recorder()
 
   def _replica_step(self, features, labels):
     runner = self._runner
+    started = graph_check.Recorder.start()
     spec = runner.call_model_fn(features, labels, _TRAIN)
     if spec.train_op is None or spec.loss is None:
       raise ValueError('model_fn returned no train_op or no loss in TRAIN.')
@@ -64,6 +76,8 @@ class Training:
       host_tensors = tf.nest.flatten(tensors)
       self._host_call = (fn, tensors)
     hook_tensors = self._trace_hooks(spec)
+    self._checks.add(started, [spec.train_op, spec.loss] + host_tensors +
+                     list(hook_tensors))
     with tf.control_dependencies([spec.train_op]):
       loss = tf.identity(spec.loss)
       host_tensors = [tf.identity(t) for t in host_tensors]
@@ -108,13 +122,14 @@ class Training:
     if runner.jit:
       step = tf.function(step, jit_compile=True, autograph=False)
 
-    def run_step(iterator):
+    def run_step(element):
       return strategy.run(
-          step, args=model_fn_adapter.features_labels(next(iterator)))
+          step, args=model_fn_adapter.features_labels(element))
 
     with self._scope():
-      tf.function(run_step, autograph=False).get_concrete_function(
-          self._iterator)
+      tf.function(lambda iterator: run_step(next(iterator)),
+                  autograph=False).get_concrete_function(self._iterator)
+    self._checks.check(_TRAIN)
     runner.load(self._spec)
     runner.stale = False
     host_dtypes = [t.dtype for t in tf.nest.flatten(self._host_call[1])
@@ -122,27 +137,39 @@ class Training:
     hook_dtypes = [t.dtype for t in self._hooks.traced_tensors]
 
     def train_loop(iterator, steps):
-      def body(i, losses, host, hooked):
-        loss, host_tensors, hook_tensors = run_step(iterator)
-        losses = losses.write(i, strategy.reduce(_MEAN, loss, axis=None))
-        host = tuple(array.write(i, strategy.gather(t, axis=0))
-                     for array, t in zip(host, host_tensors))
-        hooked = tuple(  # The first replica's; see _trace_hooks.
-            array.write(i, strategy.experimental_local_results(t)[0])
-            for array, t in zip(hooked, hook_tensors))
-        return i + 1, losses, host, hooked
+      def body(i, ended, losses, host, hooked):
+        element = iterator.get_next_as_optional()
 
-      _, losses, host, hooked = tf.while_loop(
-          lambda i, *_: i < steps, body,
-          (tf.constant(0), tf.TensorArray(tf.float32, size=steps),
+        def train_step():
+          loss, host_tensors, hook_tensors = run_step(element.get_value())
+          written = losses.write(i, strategy.reduce(_MEAN, loss, axis=None))
+          host_written = tuple(array.write(i, strategy.gather(t, axis=0))
+                               for array, t in zip(host, host_tensors))
+          hooked_written = tuple(  # The first replica's; see _trace_hooks.
+              array.write(i, strategy.experimental_local_results(t)[0])
+              for array, t in zip(hooked, hook_tensors))
+          return i + 1, ended, written, host_written, hooked_written
+
+        def input_ended():
+          return i, tf.constant(True), losses, host, hooked
+
+        return tf.cond(element.has_value(), train_step, input_ended)
+
+      count, _, losses, host, hooked = tf.while_loop(
+          lambda i, ended, *_: tf.logical_and(i < steps,
+                                              tf.logical_not(ended)), body,
+          (tf.constant(0), tf.constant(False),
+           tf.TensorArray(tf.float32, size=steps),
            tuple(tf.TensorArray(d, size=steps) for d in host_dtypes),
            tuple(tf.TensorArray(d, size=steps) for d in hook_dtypes)))
-      return (losses.stack(), tuple(a.stack() for a in host),
-              tuple(a.stack() for a in hooked))
+      done = tf.range(count)  # Fewer than `steps` if the input ended.
+      return (losses.gather(done), tuple(a.gather(done) for a in host),
+              tuple(a.gather(done) for a in hooked))
 
     self._loop = tf.function(train_loop, autograph=False)
     with self._scope():  # Traced now, so the hooks see the loop's graph.
       self._loop.get_concrete_function(self._iterator, tf.constant(1))
+    self._checks.check(_TRAIN)
 
   def _ensure_built(self, input_fn, hooks):
     """Builds the loop for this input_fn and these hooks, or starts a new
@@ -174,21 +201,21 @@ class Training:
       self._host_step(*[v[i] for v in host_values])
 
   def _run_loop(self, num_steps):
-    """One loop of `num_steps` steps; (losses, whether a hook asked to
-    stop)."""
+    """One loop of up to `num_steps` steps; (losses of the steps run,
+    whether a hook asked to stop). Fewer losses: the input ended."""
     first_step = self._runner.global_step()
     with self._scope():
       losses, host_values, hook_values = self._loop(self._iterator,
                                                     tf.constant(num_steps))
+    losses = losses.numpy()
     self._run_host_calls([v.numpy() for v in host_values])
     stop = False
     if self._hooks:
-      per_step = [[v[i] for v in (x.numpy() for x in hook_values)]
-                  for i in range(num_steps)] if hook_values else (
-                      [[]] * num_steps)
+      arrays = [x.numpy() for x in hook_values]
+      per_step = [[v[i] for v in arrays] for i in range(len(losses))]
       stop = self._hooks.after_steps(per_step, first_step,
                                      self._runner.global_step)
-    return losses.numpy(), stop
+    return losses, stop
 
   def steps(self, num_steps, input_fn):
     """Runs `num_steps` steps in loops of <= steps_per_loop; their losses.
@@ -198,42 +225,63 @@ class Training:
     if self._loop is None:
       self._ensure_built(input_fn, ())
     losses = []
-    done = 0
-    while done < num_steps:
-      n = min(self._steps_per_loop, num_steps - done)
+    while len(losses) < num_steps:
+      n = min(self._steps_per_loop, num_steps - len(losses))
       loop_losses, _ = self._run_loop(n)
       losses.extend(loop_losses.tolist())
-      done += n
+      if len(loop_losses) < n:
+        raise ValueError(f'The input ended after {len(losses)} of '
+                         f'{num_steps} steps.')
     return np.array(losses, dtype=np.float32)
 
-  def _save(self, step):
-    """A checkpoint at `step`, after the policy's check of the variables."""
-    runner, policy = self._runner, self._policy
+  def _save(self, step, policy, listeners):
+    """A checkpoint at `step`, after the policy's check of the variables,
+    with the listeners around it; True if a listener asks to stop."""
+    runner = self._runner
+    listeners.before_save(step)
     policy.check_variables(nonfinite.finite_by_name(runner.variables()), step)
     runner.checkpoints.save(step)
     policy.saved(step)
+    return listeners.after_save(step)
 
-  def train(self, to_step, input_fn, hooks=()):
-    """Trains until global_step reaches `to_step`, as the policy says."""
+  def train(self, to_step, input_fn, hooks=(), saving_listeners=()):
+    """Trains until global_step reaches `to_step` (None: until the input
+    ends), as the policy says; a CheckpointSaverHook in `hooks` sets this
+    call's checkpoint cadence."""
+    runner = self._runner
+    hooks, cadence, more = checkpoint_listeners.split_saver_hooks(
+        hooks, runner.model_dir)
+    listeners = checkpoint_listeners.Listeners(
+        list(saving_listeners) + more, runner.global_step)
+    policy = self._policy if cadence is None else self._policy.replace(
+        save_every_steps=cadence[0], save_every_secs=cadence[1])
     self._ensure_built(input_fn, hooks)
-    runner, policy = self._runner, self._policy
     step = runner.global_step()
     policy.begin(step, to_step)
+    listeners.begin()
     if policy.should_save_at_start(runner.latest_checkpoint() is not None):
-      self._save(step)
+      self._save(step, policy, listeners)
+    elif listeners:  # As Estimator, which writes this step's again.
+      listeners.before_save(step)
+      listeners.after_save(step)
     if self._hooks:
       self._hooks.after_create_session(runner.global_step)
-    while step < to_step:
-      losses, stop = self._run_loop(policy.loop_steps(step))
+    while to_step is None or step < to_step:
+      num_steps = policy.loop_steps(step)
+      losses, stop = self._run_loop(num_steps)
       step = runner.global_step()
+      if len(losses) < num_steps:
+        logging.info('Input ended at step %d: training stops there.', step)
+        stop = True
       if stop:
         policy.request_stop()
       decision = policy.after_loop(step, losses)
-      if decision.save:
-        self._save(step)
+      if decision.save and self._save(step, policy, listeners):
+        break
       if decision.stop:
         break
     if self._hooks:
       self._hooks.end(runner.global_step)
+    listeners.end(step)
     if self._host_graph is not None:
       self._host_graph.flush()
