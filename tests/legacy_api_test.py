@@ -21,13 +21,14 @@ from trainer.compat import facade_private
 from trainer.legacy import cluster
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export
-from trainer.legacy import graph_check
 from trainer.legacy import hooks
 from trainer.legacy import install
 from trainer.legacy import run_config
 from trainer.legacy import session_config
 from trainer.legacy import specs
 from trainer.legacy import unsupported
+from trainer.tf2 import checkpoint_listeners
+from trainer.tf2 import graph_check
 
 requires_facade = pytest.mark.skipif(
     testutil.HAS_ESTIMATOR,
@@ -208,44 +209,33 @@ def test_serving_input_receivers_as_estimator_builds_them():
 
 
 def test_hook_configuration_is_read_on_this_tensorflow():
-  logging_hook = hooks.LoggingTensorHook(['a', 'b'], every_n_iter=3,
-                                         at_end=True)
-  config = facade_private.logging_hook_config(logging_hook)
-  assert config['tensors'] == {'a': 'a', 'b': 'b'} and config['at_end']
-  assert facade_private.timer_cadence(config['timer']) == (3, None)
-  assert facade_private.nan_hook_config(hooks.NanTensorHook('l')) == {
-      'tensor': 'l', 'fail': True}
   assert facade_private.stop_hook_config(hooks.StopAtStepHook(5)) == (5, None)
   assert hooks.stop_step([hooks.StopAtStepHook(last_step=9),
                           hooks.StopAtStepHook(num_steps=3)], 4) == 7
-  saver = hooks.CheckpointSaverHook('/m', save_secs=60)
-  assert hooks.saver_hook_cadence(saver, '/m') == (None, 60, [])
-
-
-def test_host_driven_logging_hook_logs_as_in_a_session(caplog):
-  hook = hooks.LoggingTensorHook({'loss': 'l', 'step': 's'}, every_n_iter=2,
-                                 at_end=True)
-  driver = hooks.HostTensorHooks([hook])
-  driver.begin()
-  with caplog.at_level('INFO'):
-    for step in range(5):
-      driver.step([{'loss': np.float32(step / 4), 'step': np.int64(step)}])
-    driver.end()
-  text = caplog.text
-  assert 'loss = 0.0, step = 0' in text and 'loss = 0.5, step = 2' in text
-  assert 'loss = 1.0, step = 4' in text and 'step = 1' not in text
+  listener = hooks.CheckpointSaverListener()
+  saver = hooks.CheckpointSaverHook('/m', save_secs=60, listeners=[listener])
+  config = facade_private.saver_hook_config(saver)
+  assert (config['every_steps'], config['every_secs']) == (None, 60)
+  assert config['listeners'] == [listener] and config['dir'] == '/m'
+  others, cadence, listeners = checkpoint_listeners.split_saver_hooks(
+      [saver, hooks.StopAtStepHook(5)], '/m')
+  assert cadence == (None, 60) and listeners == [listener]
+  assert [type(h) for h in others] == [hooks.StopAtStepHook]
 
 
 def test_graph_check_finds_unfetched_variable_updates():
   variable = tf.Variable(1.0)
+  metric = tf.Variable(0.0)
 
   @tf.function(autograph=False)
   def traced():
-    graph = tf.compat.v1.get_default_graph()
-    before = len(graph.get_operations())
+    recorder = graph_check.Recorder()
+    started = graph_check.Recorder.start()
     used = variable.assign_add(1.0)
+    metric.assign_add(1.0)  # Exempt: a metric the step updates.
     variable.assign_sub(5.0)  # Nothing depends on it.
-    graph_check.check(graph, before, [used], 'eval')
+    recorder.add(started, [used], [metric])
+    recorder.check('eval')
 
   with pytest.raises(graph_check.UnfetchedUpdateError,
                      match='1 variable update.*AssignSubVariableOp'):

@@ -85,9 +85,12 @@ class EstimatorSpec(collections.namedtuple('EstimatorSpec', _SPEC_FIELDS)):
     if mode == ModeKeys.PREDICT and predictions is None:
       raise ValueError('EstimatorSpec: missing predictions in infer mode.')
     for name, value in dict(eval_metric_ops or {}).items():
-      if not (isinstance(value, (tuple, list)) and len(value) == 2):
+      is_metric = callable(getattr(value, 'result', None))  # A Keras Metric.
+      if not is_metric and not (isinstance(value, (tuple, list)) and
+                                len(value) == 2):
         raise TypeError(f'EstimatorSpec.eval_metric_ops[{name!r}] must be a '
-                        f'(value, update_op) pair; got {value!r}.')
+                        '(value, update_op) pair or a Metric; got '
+                        f'{value!r}.')
     kind = 'EstimatorSpec'
     return super().__new__(
         cls, mode, predictions, loss, train_op, eval_metric_ops,

@@ -9,7 +9,10 @@ model_fn call of a step's first trace, the ops the call created and what
 the step fetches (`Recorder.add`), then `Recorder.check` raises
 UnfetchedUpdateError naming the variable writes nothing fetched depends on.
 Writes to variables the step is meant to update without fetching them
-(a Keras Metric's accumulators in eval_metric_ops) are exempt.
+are exempt: a Keras Metric's accumulators in eval_metric_ops, and in
+training the non-trainable variables (batch-norm moving averages, which
+tf.compat.v1.layers update by themselves inside tf.function instead of
+through UPDATE_OPS; a TF1 model that forgot UPDATE_OPS is not caught).
 """
 
 import re

@@ -76,8 +76,10 @@ class Training:
       host_tensors = tf.nest.flatten(tensors)
       self._host_call = (fn, tensors)
     hook_tensors = self._trace_hooks(spec)
-    self._checks.add(started, [spec.train_op, spec.loss] + host_tensors +
-                     list(hook_tensors))
+    self._checks.add(  # Keras layers update batch-norm statistics by
+        started, [spec.train_op, spec.loss] + host_tensors +  # themselves.
+        list(hook_tensors), [v for v in runner.module.variables
+                             if not v.trainable])
     with tf.control_dependencies([spec.train_op]):
       loss = tf.identity(spec.loss)
       host_tensors = [tf.identity(t) for t in host_tensors]
