@@ -57,14 +57,6 @@ def events(directory, tag):
   return found
 
 
-def _missing_runner_feature(result, api):
-  """The facade's clear error for `api` the tf2 runner lacks, or None."""
-  match = re.search(r'RunnerFeatureMissing: (.*)', result.stderr)
-  if result.returncode != 0 and match and api in match.group(1):
-    return match.group(1)
-  return None
-
-
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
   model_dir = str(tmp_path_factory.mktemp('tpu_main') / 'model')
@@ -111,10 +103,6 @@ def test_tpu_main_exports_a_placeholder_receiver_saved_model(trained,
   model_dir, _ = trained
   result = tpu_main(model_dir, '--mode=export',
                     f'--export_dir={tmp_path / "export"}')
-  missing = _missing_runner_feature(result, 'export_saved_model')
-  if missing:
-    pytest.skip(f'the tf2 runner cannot export yet; the facade says: '
-                f'{missing}')
   path = re.search(r'exported (\S+)', _ok(result)).group(1)
   assert os.path.dirname(path) == str(tmp_path / 'export')
   served = tf.saved_model.load(path, tags=['serve'])
@@ -141,10 +129,6 @@ def test_estimator_main_trains_with_its_logging_tensor_hook(estimator_run):
 
 def test_estimator_main_evaluates_eval_metric_ops(estimator_run):
   _, result = estimator_run
-  missing = _missing_runner_feature(result, 'eval_metric_ops')
-  if missing:
-    pytest.skip(f'the tf2 runner cannot evaluate eval_metric_ops yet; the '
-                f'facade says: {missing}')
   match = re.search(r'eval global_step=20 loss=([\d.]+) accuracy=([\d.]+)',
                     _ok(result))
   assert match and 0.1 < float(match.group(2)) <= 1.0
