@@ -361,6 +361,37 @@ def test_train_until_the_input_ends(tmp_path):
   assert est.get_variable_value('global_step') == 6
   assert est.latest_checkpoint().endswith('model.ckpt-6')
 
+  summaries = str(tmp_path / 'host_call')
+
+  def host_call_fn(step, loss):
+    with tf.summary.create_file_writer(summaries).as_default():
+      tf.summary.scalar('host_loss', loss[0], step=step[0])
+    return tf.compat.v1.summary.all_v2_summary_ops()
+
+  def tpu_model_fn(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, {'lr': 0.1})
+    step = tf.reshape(v1.train.get_global_step(), [1])
+    return specs.TPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op,
+                                  host_call=(host_call_fn, [
+                                      step, tf.reshape(spec.loss, [1])]))
+
+  def tpu_input_fn(params):  # 6 batches: loops of 3, 3, then none.
+    return finite().unbatch().batch(params['batch_size'], drop_remainder=True)
+
+  config = run_config.TPURunConfig(
+      model_dir=str(tmp_path / 'tpu'), save_checkpoints_steps=100,
+      tpu_config=run_config.TPUConfig(iterations_per_loop=3))
+  tpu = estimator_lib.TPUEstimator(tpu_model_fn, config=config,
+                                   use_tpu=False, train_batch_size=8)
+  with _tf_log_lines() as lines:
+    tpu.train(tpu_input_fn, hooks=[hooks.LoggingTensorHook(
+        {'step': 'global_step'}, every_n_iter=1)])
+  assert tpu.get_variable_value('global_step') == 6
+  assert _checkpoint_steps(tpu.model_dir) == [0, 6]
+  assert [s for s, _ in _events(summaries, 'host_loss')] == list(range(6))
+  assert [l.split(' (')[0] for l in lines if l.startswith('step = ')] == [
+      f'step = {i}' for i in range(6)]
+
 
 def test_refuses_what_tf2_would_run_differently(tmp_path):
   def train_op_in_every_mode(features, labels, mode, params):

@@ -190,8 +190,8 @@ class Training:
         runner.stale = False
 
   def _run_host_calls(self, host_values):
-    if not self._host_call or not host_values:
-      return
+    if not self._host_call or not host_values or not len(host_values[0]):
+      return  # No host_call, or the input ended before the loop's 1st step.
     fn, tensors = self._host_call
     if self._host_graph is None:
       specs = tf.nest.pack_sequence_as(
