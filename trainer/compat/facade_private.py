@@ -10,7 +10,7 @@
     without a Session;
   * the module `tensorflow.python.compat.v2_compat`, whose
     disable_v2_behavior() the facade neutralises.
-These have not changed from TF 2.15 to 2.21; tests/legacy_facade_test.py
+These have not changed from TF 2.15 to 2.21; tests/legacy_api_test.py
 reads each on every lane.
 """
 

@@ -42,6 +42,21 @@ def _metric_value(metric):
   return value
 
 
+def _check_metric_ops(metrics, num_replicas):
+  """NotImplementedError for tf.compat.v1.metrics over several replicas
+  (measured: their variables cannot be created in a replica inside
+  tf.function, UnliftableError)."""
+  pairs = [name for name, metric in (metrics or {}).items()
+           if not callable(getattr(metric, 'result', None))]
+  if pairs and num_replicas > 1:
+    raise NotImplementedError(
+        f'EstimatorSpec.eval_metric_ops {sorted(pairs)} (tf.compat.v1.metrics) '
+        f'over {num_replicas} replicas: the tf2 runner cannot create their '
+        'variables in a replica. Evaluate on one replica (no '
+        'eval_distribute), or return TPUEstimatorSpec(eval_metrics=(metric_fn,'
+        ' tensors)), whose metric_fn runs on the host.')
+
+
 def _metric_fetches(metrics):
   """(what the step fetches, variables it updates without fetching) of
   eval_metric_ops: (value, update) pairs are fetched; a Keras Metric's
@@ -85,6 +100,7 @@ class Evaluation:
     spec = self._runner.call_model_fn(features, labels, ModeKeys.EVAL)
     if spec.loss is None:
       raise ValueError('model_fn returned no loss in EVAL.')
+    _check_metric_ops(spec.eval_metric_ops, self._runner.num_replicas)
     self._spec = spec
     outputs = {'loss': spec.loss, 'metric_args': [], 'metric_values': {}}
     if spec.eval_metrics is not None:
