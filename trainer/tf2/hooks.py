@@ -120,6 +120,8 @@ class HookRunner:
     self._index, self._tensors, self._fetches = {}, [], []
     self._step_reads = [id(t) for t in self._graph.get_collection(
         _GLOBAL_STEP_READ_KEY)]
+    global_step = _v1.train.get_global_step()
+    step_read = self._graph.get_collection(_GLOBAL_STEP_READ_KEY)
     with tf1_semantics.graph_semantics():
       for hook in self.hooks:
         hook.begin()
@@ -132,7 +134,9 @@ class HookRunner:
         for fetch in flat:
           if id(fetch) in self._index:
             continue
-          if isinstance(fetch, tf.Variable):
+          if fetch is global_step and step_read:
+            tensor = step_read[0]  # Read before the step's update, as TF1.
+          elif isinstance(fetch, tf.Variable):
             tensor = fetch.read_value()
           elif isinstance(fetch, tf.Tensor):
             tensor = fetch
