@@ -62,6 +62,7 @@ class Training:
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
     self._checks = graph_check.Recorder()
+    self._hook_steps = None  # Steps per loop user hooks impose, if any.
 
   def _replica_step(self, features, labels):
     runner = self._runner
@@ -101,10 +102,14 @@ class Training:
           spec.loss, runner.model_dir, params.get('save_summary_steps', 100),
           params.get('log_step_count_steps', 100),
           compiled=runner.jit or runner.strategy_kind == 'tpu')
-      hook_runner = hooks_lib.HookRunner(
-          default_hooks + list(spec.hooks) + list(self._call_hooks))
+      user_hooks = list(spec.hooks) + list(self._call_hooks)
+      hook_runner = hooks_lib.HookRunner(default_hooks + user_hooks)
       tensors = hook_runner.trace()
     self._hooks = hook_runner
+    # Estimator runs hooks after every session.run: one step on CPU and
+    # GPU, one loop on TPU. A user hook may stop training at any of them.
+    self._hook_steps = None if (
+        not user_hooks or runner.strategy_kind == 'tpu') else 1
     return tensors
 
   @contextlib.contextmanager
@@ -270,6 +275,8 @@ class Training:
       self._hooks.after_create_session(runner.global_step)
     while to_step is None or step < to_step:
       num_steps = policy.loop_steps(step)
+      if self._hook_steps:
+        num_steps = min(num_steps, self._hook_steps)
       losses, stop = self._run_loop(num_steps)
       step = runner.global_step()
       if len(losses) < num_steps:
