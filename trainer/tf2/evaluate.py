@@ -165,8 +165,8 @@ class Evaluation:
     self._call_hooks = tuple(hooks)
     with runner.scope():
       concrete = fn.get_concrete_function(element)
-    self._checks.check(self._spec.mode)
     runner.load(self._spec, checkpoint_path)
+    self._checks.check(self._spec.mode)
     runner.stale = True  # Training reloads its own state before going on.
     if self._hooks:
       self._hooks.after_create_session(self._step)

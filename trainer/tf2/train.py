@@ -136,8 +136,8 @@ class Training:
     with self._scope():
       tf.function(lambda iterator: run_step(next(iterator)),
                   autograph=False).get_concrete_function(self._iterator)
+    runner.load(self._spec)  # Its ScaffoldError first: more specific.
     self._checks.check(_TRAIN)
-    runner.load(self._spec)
     runner.stale = False
     host_dtypes = [t.dtype for t in tf.nest.flatten(self._host_call[1])
                    ] if self._host_call else []
