@@ -20,8 +20,8 @@ Everything else (hooks, listeners, checkpoint cadence, the end of the
 input, eval events, Scaffold, export signatures) is the runner's.
 """
 
-import importlib
 import dataclasses
+import importlib
 from typing import Any, Optional
 
 from absl import logging
