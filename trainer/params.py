@@ -93,6 +93,10 @@ def _check_runner(params):
 
 
 def _check_batches(params):
+  """On TPU the global batches split over --num_cores (elsewhere the
+  runners split them over their replicas and say so)."""
+  if not params['use_tpu']:
+    return
   for key in ('train_batch_size', 'eval_batch_size'):
     if params[key] % params['num_cores']:
       raise ValueError(f'--{key}={params[key]} is a global batch and must be '
@@ -146,7 +150,8 @@ def _check_slicing(params):
 # (flags a rule reads, check raising ValueError naming the flag at fault).
 RULES = (
     (('runner',), _check_runner),
-    (('train_batch_size', 'eval_batch_size', 'num_cores'), _check_batches),
+    (('train_batch_size', 'eval_batch_size', 'num_cores', 'use_tpu', 'tpu'),
+     _check_batches),
     (('use_tpu', 'tpu'), _check_use_tpu),
     (('warmup_steps', 'train_steps'), _check_warmup),
     (('lr_schedule', 'lr_decay_steps'), _check_piecewise),
