@@ -158,8 +158,9 @@ def make_optimizer(params):
 
 
 def tf1_slots(optimizer, variable):
-  """{TF1 slot suffix: slot variable} of `variable` ({} for plain SGD)."""
-  if isinstance(optimizer, _SlotOptimizer):
+  """{TF1 slot suffix: slot variable} of `variable` ({} for plain SGD and
+  for variables that are not trained, such as batch-norm statistics)."""
+  if isinstance(optimizer, _SlotOptimizer) and variable.trainable:
     return optimizer.tf1_slots(variable)
   return {}
 

@@ -115,8 +115,6 @@ def plan(values, model, optimizer, root):
   targets = {}  # TF1 name -> (native variable, how)
   for name, variable in model.tf1_variables().items():
     targets[name] = (variable, 'copy')
-    if not variable.trainable:  # Batch-norm statistics have no slots.
-      continue
     for suffix, slot in optimization.tf1_slots(optimizer, variable).items():
       targets[f'{name}/{suffix}'] = (slot, 'copy')
   targets[GLOBAL_STEP] = (optimizer.iterations, 'step')
