@@ -130,10 +130,9 @@ class NativeRunner:
           f'--checkpoint={self.model_dir} --output=NEW_DIR (with the same '
           'model flags), then train with --model_dir=NEW_DIR.')
     with self.strategy.scope():
-      status = self.checkpoint.restore(latest)
       try:
-        status.assert_existing_objects_matched()
-      except AssertionError as e:
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+      except (AssertionError, ValueError) as e:
         raise NativeCheckpointError(
             f'{latest} does not match the native model of these flags: '
             f'{e}') from e
