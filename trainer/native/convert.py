@@ -59,6 +59,7 @@ class Row:
   tf1_name: str
   object_path: str
   how: str  # 'copy', 'step', 'checked' or 'derived'
+  note: str = ''  # e.g. which model variable a slot belongs to
 
 
 def checkpoint_prefix(path):
@@ -113,10 +114,13 @@ def plan(values, model, optimizer, root):
   """
   paths = checkpoints.object_paths(root)
   targets = {}  # TF1 name -> (native variable, how)
+  notes = {}
   for name, variable in model.tf1_variables().items():
     targets[name] = (variable, 'copy')
     for suffix, slot in optimization.tf1_slots(optimizer, variable).items():
       targets[f'{name}/{suffix}'] = (slot, 'copy')
+      notes[f'{name}/{suffix}'] = (f'{suffix} slot of '
+                                   f'{paths.get(variable.ref(), "?")}')
   targets[GLOBAL_STEP] = (optimizer.iterations, 'step')
   derived = []
   if isinstance(optimizer, optimization.V1Adam):
@@ -154,7 +158,8 @@ def plan(values, model, optimizer, root):
     if list(np.shape(values[name])) != variable.shape.as_list():
       problems.append(f'  {name}: TF1 {list(np.shape(values[name]))}, native '
                       f'{path} {variable.shape.as_list()}')
-    rows.append((Row(name, path, how), variable, values[name]))
+    rows.append((Row(name, path, how, notes.get(name, '')), variable,
+                 values[name]))
   for variable in derived:
     path = paths.get(variable.ref())
     if path is not None:
@@ -259,8 +264,13 @@ def convert(checkpoint, params, output):
 def format_rows(rows):
   """The mapping as aligned text lines: 'TF1 name -> object path (how)'."""
   width = max(len(r.tf1_name) for r in rows)
-  return [f'{r.tf1_name:<{width}} -> {r.object_path}'
-          + ('' if r.how == 'copy' else f'  ({r.how})') for r in rows]
+  lines = []
+  for r in rows:
+    extra = [r.how] if r.how != 'copy' else []
+    extra += [r.note] if r.note else []
+    lines.append(f'{r.tf1_name:<{width}} -> {r.object_path}' +
+                 (f'  ({"; ".join(extra)})' if extra else ''))
+  return lines
 
 
 def define_flags():
