@@ -5,6 +5,7 @@ import os
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+import json
 import subprocess
 import sys
 
@@ -126,9 +127,9 @@ def test_refuses_an_output_with_checkpoints_and_an_object_based_source(
     convert.convert(str(tmp_path / 'tf1'), params, str(tmp_path / 'native'))
   with pytest.raises(convert.ConversionError, match='already an object-based'):
     convert.convert(path, params, str(tmp_path / 'again'))
+  os.makedirs(tmp_path / 'empty')
   with pytest.raises(convert.ConversionError, match='no checkpoint in'):
-    convert.convert(str(tmp_path / 'empty'), params, str(tmp_path / 'x')) if (
-        os.makedirs(tmp_path / 'empty') is None) else None
+    convert.convert(str(tmp_path / 'empty'), params, str(tmp_path / 'x'))
 
 
 @pytest.mark.parametrize('model,optimizer,learning_rate', [
@@ -191,3 +192,67 @@ def test_command_line_on_a_tf2_runner_checkpoint(tmp_path):
   assert result.returncode == 1
   assert 'error: the TF1 checkpoint does not match' in result.stderr
   assert 'mlp/dense1/kernel: TF1 [784, 16]' in result.stderr
+
+
+# Runs in a child process: the CPU must be split before TensorFlow starts.
+_TWO_REPLICAS = r"""
+import json, os, sys
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices('CPU')[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from trainer import estimator_compat
+estimator_compat.install()
+from model_fn.native import classifier, models, optimization
+from tests import native_tf1, testutil
+from trainer.native import checkpoints, convert
+model_dir = sys.argv[1]
+params = testutil.base_params(
+    optimizer='adam', lr_schedule='cosine', warmup_steps=2, train_steps=8,
+    weight_decay=1e-3, label_smoothing=0.1)
+batches = native_tf1.batches(params, 8, batch_size=8)
+run = native_tf1.TF1Run(params, batches[0][0].shape)
+run.train(batches[:2])
+run.save(model_dir + '/tf1')
+expected = run.train(batches[2:])
+path, _ = convert.convert(model_dir + '/tf1', params, model_dir + '/native')
+strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+with strategy.scope():
+  model = models.build_model(params)
+  optimizer = optimization.make_optimizer(params)
+  optimizer.build(model.trainable_variables)
+  checkpoints.make_checkpoint(model, optimizer).restore(
+      path).assert_existing_objects_matched()
+
+@tf.function
+def step(x, y):
+  losses = strategy.run(lambda x, y: classifier.train_step(
+      model, optimizer, x, y, params), args=(x, y))
+  return strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
+
+got = []
+for images, labels in batches[2:]:
+  halves = strategy.experimental_distribute_values_from_function(
+      lambda ctx: tuple(a[4 * ctx.replica_id_in_sync_group:][:4]
+                        for a in (images, labels)))
+  got.append(float(step(*halves)))
+print(json.dumps({'replicas': strategy.num_replicas_in_sync,
+                  'expected': expected.tolist(), 'got': got}))
+"""
+
+
+def test_two_replicas_continue_the_tf1_losses(tmp_path):
+  """MirroredStrategy over 2 CPU devices, each half of the TF1 batch: the
+  loss is scaled by 1/replicas and gradients summed, as the TF1 runners do."""
+  result = subprocess.run(
+      [sys.executable, '-c', _TWO_REPLICAS, str(tmp_path)],
+      cwd=testutil.REPO_ROOT, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  out = json.loads(result.stdout.splitlines()[-1])
+  assert out['replicas'] == 2
+  got, expected = np.array(out['got']), np.array(out['expected'])
+  print(f'mlp adam, 2 replicas: max |dloss| {np.abs(got - expected).max():.3g}')
+  np.testing.assert_allclose(got, expected, rtol=LOSS_RTOL, atol=0)
