@@ -7,6 +7,7 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import glob
 import io
+import shutil
 
 import numpy as np
 from PIL import Image
@@ -105,6 +106,18 @@ def test_resumes_from_a_converted_tf1_checkpoint(tmp_path):
   assert runner.global_step() == 3
   runner.train(10)
   assert tf.train.latest_checkpoint(params['model_dir']).endswith('ckpt-10')
+
+
+def test_training_needs_no_evaluation_files(tmp_path):
+  data_dir = tmp_path / 'data'
+  data_dir.mkdir()
+  for path in glob.glob(os.path.join(testutil.DIGITS_RAW, 'train-*')):
+    shutil.copy(path, data_dir)
+  runner = runner_lib.NativeRunner(_params(tmp_path, data_dir=str(data_dir)))
+  runner.train(5)
+  assert runner.global_step() == 5
+  with pytest.raises(ValueError, match='no files match .*validation-'):
+    runner.evaluate(1)
 
 
 def test_a_model_dir_of_another_model_is_refused(tmp_path):

@@ -160,8 +160,10 @@ class NativeRunner:
 
   # -- Orbit ------------------------------------------------------------------
 
-  def _controller_for(self, need_trainer):
-    if need_trainer and self._trainer is None:
+  def _controller_for(self, *, trainer=False, evaluator=False):
+    """The Controller, with the trainer / evaluator asked for made first
+    (each input pipeline only when it is needed)."""
+    if trainer and self._trainer is None:
       self._summary_writer = tf.summary.create_file_writer(
           self.model_dir, max_queue=self._params['iterations_per_loop'])
       self._trainer = training.NativeTrainer(
@@ -170,10 +172,11 @@ class NativeRunner:
           max_steps_per_loop=self._params['iterations_per_loop'],
           jit_compile=self.jit_compile, summary_writer=self._summary_writer)
       self._controller = None
-    if self._evaluator is None:
+    if evaluator and self._evaluator is None:
       self._evaluator = training.NativeEvaluator(
           self.model, self._dataset(EVAL), self._params,
           strategy=self.strategy, num_classes=self._params['num_classes'])
+      self._controller = None
     if self._controller is None:
       self._controller = orbit.Controller(
           global_step=self.optimizer.iterations, trainer=self._trainer,
@@ -192,7 +195,7 @@ class NativeRunner:
 
   def train_loop(self, num_steps):
     """Runs `num_steps` (<= iterations_per_loop) steps; their losses."""
-    controller = self._controller_for(need_trainer=True)
+    controller = self._controller_for(trainer=True)
     with self._orbit_output():
       controller.train(self.global_step() + num_steps,
                        checkpoint_at_completion=False)
@@ -228,7 +231,7 @@ class NativeRunner:
     self._require_checkpoint('evaluate')
     if steps is not None and steps < 1:
       raise ValueError(f'`steps` ({steps}) must be positive or None.')
-    controller = self._controller_for(need_trainer=False)
+    controller = self._controller_for(evaluator=True)
     with self._orbit_output():
       output = controller.evaluate(-1 if steps is None else steps)
     result = {k: float(v) for k, v in output.items()
