@@ -16,7 +16,8 @@ from model_fn.native.legacy_keras import keras
 STEPS = 6
 # Warmup then cosine decay: the rate changes at every one of the STEPS.
 PARAMS = {'learning_rate': 0.1, 'lr_schedule': 'cosine', 'warmup_steps': 2,
-          'train_steps': STEPS, 'momentum': 0.9}
+          'train_steps': STEPS, 'momentum': 0.9, 'use_tpu': False,
+          'weight_decay': 0.0}
 
 
 def _gradients():

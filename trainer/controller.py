@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from trainer import progress
 from trainer.guard import preemption
+from trainer.native import checkpoints as native_checkpoints
 
 PREDICTIONS_FILE = 'predictions.jsonl'
 
@@ -57,12 +58,23 @@ def input_fn_for_mode(input_fn, mode):
   return functools.partial(_call_for_mode, input_fn, mode)
 
 
+def checkpoint_step(path):
+  """The global step a checkpoint holds: a TF1 name-based one's
+  `global_step` or a native object-based one's (trainer/native)."""
+  reader = tf.train.load_checkpoint(path)
+  for key in ('global_step', native_checkpoints.STEP_KEY):
+    if reader.has_tensor(key):
+      return int(reader.get_tensor(key))
+  raise ValueError(f'Checkpoint {path} holds no global step (neither '
+                   f'global_step nor {native_checkpoints.STEP_KEY}).')
+
+
 def latest_checkpoint_step(model_dir):
   """global_step of the latest checkpoint in model_dir; None without one."""
   path = tf.train.latest_checkpoint(model_dir)
   if path is None:
     return None
-  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
+  return checkpoint_step(path)
 
 
 def resolve_eval_steps(params):

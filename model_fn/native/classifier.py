@@ -27,7 +27,7 @@ def loss_and_logits(model, images, labels, params, training):
   """(float32 loss = cross-entropy + weight decay, float32 logits)."""
   logits = model(images, training=training)
   loss = losses.cross_entropy(labels, logits, logits.shape[-1],
-                              params.get('label_smoothing', 0.0))
+                              params['label_smoothing'])
   return loss + optimization.weight_decay_loss(model, params), logits
 
 

@@ -13,7 +13,7 @@ _POLICIES = {'float32': 'float32', 'bfloat16': 'mixed_bfloat16'}
 def dtype_policy(params):
   """The Keras dtype policy of params['precision']: float32 variables always;
   bfloat16 compute under 'mixed_bfloat16'."""
-  precision = params.get('precision', 'float32')
+  precision = params['precision']
   if precision not in _POLICIES:
     raise ValueError(f"params['precision'] must be one of {sorted(_POLICIES)}"
                      f', got {precision!r}.')
@@ -27,13 +27,13 @@ def build_model(params):
   mlp_hidden_units or resnet_depth / resnet_stem (model_fn.resnet.stem_kind
   resolves 'auto'). Call it inside the strategy's scope.
   """
-  name = params.get('model')
+  name = params['model']
   policy = dtype_policy(params)
   if name == 'mlp':
-    model = mlp.MLP(params.get('mlp_hidden_units', [128]),
+    model = mlp.MLP(params['mlp_hidden_units'],
                     params['num_classes'], dtype=policy)
   elif name == 'resnet':
-    model = resnet.ResNet(int(params.get('resnet_depth', 50)),
+    model = resnet.ResNet(int(params['resnet_depth']),
                           params['num_classes'],
                           stem=tf1_resnet.stem_kind(params), dtype=policy)
   else:

@@ -145,12 +145,12 @@ class V1Adam(_SlotOptimizer):
 def make_optimizer(params):
   """The optimizer params['optimizer'] (sgd|momentum|adam) names, with the
   LearningRate schedule of params. Create it inside the strategy's scope."""
-  name = params.get('optimizer', 'sgd')
+  name = params['optimizer']
   learning_rate = LearningRate(params)
   if name == 'sgd':
     return keras.optimizers.SGD(learning_rate, jit_compile=False)
   if name == 'momentum':
-    return V1Momentum(learning_rate, momentum=params.get('momentum', 0.9))
+    return V1Momentum(learning_rate, momentum=params['momentum'])
   if name == 'adam':
     return V1Adam(learning_rate)
   raise ValueError(f"params['optimizer'] must be sgd, momentum or adam, got "
@@ -171,7 +171,7 @@ def weight_decay_loss(model, params):
   The decayed weights are those model_fn.optimization.decays names among
   model.tf1_variables(): not batch norm, not biases (as the TF1 model_fn).
   """
-  coefficient = params.get('weight_decay', 0.0)
+  coefficient = params['weight_decay']
   weights = [v for name, v in model.tf1_variables().items()
              if tf1_optimization.decays(name)]
   if not coefficient or not weights:

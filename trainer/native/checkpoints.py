@@ -1,9 +1,11 @@
 """The object-based checkpoint of a native run: what it holds and where.
 
-tf.train.Checkpoint(model=..., optimizer=...) saved by a
+tf.train.Checkpoint(model=..., optimizer=..., global_step=...) saved by a
 tf.train.CheckpointManager as MODEL_DIR/ckpt-STEP, the step being the
-optimizer's `iterations`. Shared by the native runner and the converter, so
-what the converter writes is exactly what the runner restores.
+optimizer's `iterations`, also tracked at the root as `global_step` so that
+its key (STEP_KEY) is the same whatever Keras names the optimizer's counter.
+Shared by the native runner and the converter, so what the converter writes
+is exactly what the runner restores.
 """
 
 import tensorflow as tf
@@ -11,11 +13,18 @@ import tensorflow as tf
 CHECKPOINT_PREFIX = 'ckpt'
 # Key every object-based checkpoint has and no TF1 name-based one does.
 OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
+# The global step in a native checkpoint (a TF1 one has it as 'global_step').
+STEP_KEY = 'global_step/.ATTRIBUTES/VARIABLE_VALUE'
+
+
+class NativeCheckpointError(ValueError):
+  """model_dir's checkpoint cannot be restored into the native model."""
 
 
 def make_checkpoint(model, optimizer):
   """The checkpoint root of a native run."""
-  return tf.train.Checkpoint(model=model, optimizer=optimizer)
+  return tf.train.Checkpoint(model=model, optimizer=optimizer,
+                             global_step=optimizer.iterations)
 
 
 def make_manager(checkpoint, directory, max_to_keep, checkpoint_interval=None,

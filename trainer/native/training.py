@@ -3,8 +3,9 @@
 NativeTrainer (orbit.StandardTrainer) runs model_fn.native.classifier's
 train step under the strategy, `steps` of them in one tf.while_loop, and
 records each step's loss (mean over replicas) for the runner, and the TF1
-host_call's summaries, `train/loss` and `train/learning_rate` at the step
-reached, into the summary writer it is given. NativeEvaluator
+host_call's summaries, `train/loss` and `train/learning_rate` at the step's
+global_step before its update (as TPUEstimator's host_call writes them),
+into the summary writer it is given. NativeEvaluator
 (orbit.StandardEvaluator) accumulates the TF1 eval metrics: `loss` (mean of
 the batch losses), `top_1_accuracy` and `top_5_accuracy` (more than 5
 classes), as Keras Mean metrics summed across replicas.
@@ -79,13 +80,15 @@ class NativeTrainer(orbit.StandardTrainer):
 
   def train_step(self, iterator):
     features, labels = _features_labels(next(iterator))
-    per_replica = self._strategy.run(self._replica_step,
-                                     args=(features, labels))
+    # The TF1 host_call's step and rate: global_step before this update.
+    step = tf.identity(self.optimizer.iterations)
+    learning_rate = tf.identity(self.optimizer.learning_rate)
+    with tf.control_dependencies([step, learning_rate]):
+      per_replica = self._strategy.run(self._replica_step,
+                                       args=(features, labels))
     loss = self._strategy.reduce(_MEAN, per_replica, axis=None)
-    step = self.optimizer.iterations
     tf.summary.scalar(summaries.LOSS_TAG, loss, step=step)
-    tf.summary.scalar(summaries.LEARNING_RATE_TAG,
-                      self.optimizer.learning_rate, step=step)
+    tf.summary.scalar(summaries.LEARNING_RATE_TAG, learning_rate, step=step)
     self._losses.scatter_nd_update(tf.reshape(self._count, [1, 1]),
                                    tf.reshape(loss, [1]))
     self._count.assign_add(1)
