@@ -32,6 +32,7 @@ import numpy as np
 from model_fn.native import models
 from model_fn.native import optimization
 import tensorflow as tf
+from trainer import params as params_lib
 from trainer.native import checkpoints
 
 FLAGS = flags.FLAGS
@@ -44,7 +45,8 @@ ADAM_POWERS = {'beta1_power': optimization.ADAM_BETA1,
 ADAM_CORRECTION_RTOL = 1e-4
 CONVERSION_FILE = 'conversion.json'
 MODEL_KEYS = ('model', 'num_classes', 'image_size', 'image_channels',
-              'mlp_hidden_units', 'resnet_depth', 'resnet_stem', 'optimizer',
+              'mlp_hidden_units', 'resnet_depth', 'resnet_stem', 'precision',
+              'optimizer',
               'momentum', 'learning_rate', 'lr_schedule', 'warmup_steps',
               'train_steps', 'lr_decay_steps', 'lr_decay_factor')
 
@@ -287,10 +289,11 @@ def define_flags():
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
-  params = {key: FLAGS[key].value for key in MODEL_KEYS}
-  params['mlp_hidden_units'] = [int(u) for u in params['mlp_hidden_units']]
-  params['resnet_depth'] = int(params['resnet_depth'])
-  params['lr_decay_steps'] = [int(s) for s in params['lr_decay_steps']]
+  try:
+    params = params_lib.params_from_flags(FLAGS)
+    params_lib.check_native(params)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from e
   try:
     path, rows = convert(FLAGS.checkpoint, params, FLAGS.output)
   except (ConversionError, ValueError) as e:
