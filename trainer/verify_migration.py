@@ -346,10 +346,12 @@ class Comparison:
       lines.append(f'{step:5d} {la:15.8f} {lb:15.8f} {dl:10.3e} {dw:10.3e}')
     max_dw = max(r[4] for r in self.rows)
     verdict = 'OK' if self.ok(loss_tolerance) else 'FAIL'
+    stats = (f'moving statistics at {self.weight_excess:.3g} of their '
+             f'tolerance, worst {self.worst_variable}'
+             if self.worst_variable else 'no moving statistics')
     lines.append(f'max |dloss|: {self.max_dloss:.3e} (tolerance '
-                 f'{tolerance:.3e}) | max |dw|: {max_dw:.3e} (statistics at '
-                 f'{self.weight_excess:.3g} of their tolerance, worst '
-                 f'{self.worst_variable}) | {verdict}')
+                 f'{tolerance:.3e}) | max |dw|: {max_dw:.3e} ({stats}) | '
+                 f'{verdict}')
     return '\n'.join(lines)
 
 
