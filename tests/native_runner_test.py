@@ -7,7 +7,9 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import glob
 import io
+import re
 import shutil
+import signal
 
 import numpy as np
 from PIL import Image
@@ -17,7 +19,9 @@ import tensorflow as tf
 from model_fn import summaries
 from tests import native_tf1
 from tests import testutil
+from trainer import controller
 from trainer import serving as export
+from trainer.guard import preemption
 from trainer.guard import nonfinite
 from trainer.native import convert
 from trainer.native import runner as runner_lib
@@ -209,3 +213,54 @@ def test_default_job_reaches_97_percent(tmp_path):
   metrics = runner.evaluate(None)
   print(f'native default job: {metrics}')
   assert metrics['top_1_accuracy'] >= 0.97
+
+
+def test_sigterm_checkpoints_the_loop_and_stops(tmp_path):
+  """The loop policy's SIGTERM stop, as in the other runners."""
+
+  def sigterm_at_5(step, unused_losses):
+    if step == 5:
+      os.kill(os.getpid(), signal.SIGTERM)
+
+  params = _params(tmp_path)
+  with preemption.handling_sigterm():
+    runner = runner_lib.NativeRunner(params, on_loop_end=sigterm_at_5)
+    with pytest.raises(preemption.PreemptedError, match='step 5'):
+      controller.run(runner, dict(params, mode='train', train_steps=20))
+  assert _latest_step(tmp_path) == 5  # Not a multiple of 10: the stop's.
+
+
+def test_main_runner_native_and_its_refusals(tmp_path):
+  model_dir = str(tmp_path / 'main')
+  args = ['--runner=native', '--train_steps=20', '--steps_per_eval=10',
+          '--eval_steps=2', '--iterations_per_loop=10',
+          '--train_batch_size=32', '--eval_batch_size=40',
+          '--mlp_hidden_units=16', '--num_cores=1', f'--model_dir={model_dir}']
+  result = testutil.run_main(args)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert re.search(r'^global_step: 20$', result.stdout, re.M)
+  assert len(re.findall(r'train \| step: (10|20) \| steps/sec: ',
+                        result.stderr)) == 2  # The one progress line.
+  assert 'output: {' not in result.stderr  # Not Orbit's own line too.
+  assert len(re.findall(r'eval \| step: (10|20) \| ', result.stderr)) == 2
+  assert testutil.latest_step(model_dir) == 20
+
+  tf1_dir = str(tmp_path / 'tf1')
+  params = _params(tmp_path, model_dir=tf1_dir)
+  batches = native_tf1.batches(params, 1)
+  run = native_tf1.TF1Run(params, batches[0][0].shape)
+  run.train(batches)
+  run.save(tf1_dir)
+  run.close()
+  result = testutil.run_main(args[:-1] + [f'--model_dir={tf1_dir}'])
+  assert result.returncode == 1
+  assert 'python -m trainer.native.convert' in result.stderr
+  assert 'Traceback' not in result.stderr
+
+  for flag, message in (('--model=tests.legacy.digits_cnn:model_fn',
+                         'trains the built-in models'),
+                        ('--init_checkpoint=/nowhere', '--init_checkpoint'),
+                        ('--num_slices=2', '--num_slices')):
+    result = testutil.run_main(args + [flag])
+    assert result.returncode != 0 and message in result.stderr, (
+        flag, result.stderr[-2000:])
