@@ -21,6 +21,7 @@ from tests import native_tf1
 from tests import testutil
 from trainer import controller
 from trainer import serving as export
+from trainer.guard import checkpoint_recovery
 from trainer.guard import preemption
 from trainer.guard import nonfinite
 from trainer.native import convert
@@ -264,3 +265,20 @@ def test_main_runner_native_and_its_refusals(tmp_path):
     result = testutil.run_main(args + [flag])
     assert result.returncode != 0 and message in result.stderr, (
         flag, result.stderr[-2000:])
+
+
+def test_recovery_after_an_interrupted_save_of_a_native_checkpoint(tmp_path):
+  """The guard's recovery and step reader understand ckpt-STEP."""
+  params = _params(tmp_path)
+  runner_lib.NativeRunner(params).train(10)
+  model_dir = params['model_dir']
+  with open(os.path.join(model_dir, 'ckpt-20.index'), 'wb') as f:
+    f.write(b'\x00' * 7)  # A truncated index of an interrupted save.
+  os.mkdir(os.path.join(model_dir, 'ckpt-20_temp'))
+  recovered = checkpoint_recovery.recover(model_dir, 5)
+  assert recovered == os.path.join(model_dir, 'ckpt-10')
+  assert not os.path.exists(os.path.join(model_dir, 'ckpt-20.index'))
+  assert not os.path.exists(os.path.join(model_dir, 'ckpt-20_temp'))
+  assert testutil.latest_step(model_dir) == 10
+  assert controller.checkpoint_step(recovered) == 10
+  assert runner_lib.NativeRunner(params).global_step() == 10
