@@ -19,7 +19,8 @@ import time
 
 from absl import app
 from absl import flags
-import tensorflow as tf
+import trainer  # pylint: disable=unused-import  (tf-keras before TF: trainer/__init__.py)
+import tensorflow as tf  # pylint: disable=g-bad-import-order
 
 import flags as trainer_flags
 from trainer import controller
