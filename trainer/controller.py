@@ -1,9 +1,10 @@
 """The outer loop shared by every runner: what each --mode does.
 
 The controller owns the outer loop, the evaluation cadence and what is
-written where; a `Runner` (trainer/estimator/runner.py, trainer/tf2/runner.py)
-runs steps, evaluations, predictions and exports. Within train() both
-runners follow one loop policy (trainer/loop.py): on SIGTERM train()
+written where; a `Runner` (trainer/estimator/runner.py, trainer/tf2/runner.py,
+trainer/native/runner.py) runs steps, evaluations, predictions and exports.
+Within train() every runner follows one loop policy (trainer/loop.py): on
+SIGTERM train()
 checkpoints and returns early, and the controller then raises
 PreemptedError (trainer/guard/preemption.py).
 """
