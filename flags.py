@@ -11,7 +11,7 @@ from absl import flags
 
 from trainer import params as params_lib
 
-RUNNERS = ('estimator', 'tf2')
+RUNNERS = ('estimator', 'tf2', 'native')
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
 PRECISIONS = ('float32', 'bfloat16')
 OPTIMIZERS = ('sgd', 'momentum', 'adam')
@@ -52,8 +52,10 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
   flags.DEFINE_enum(
       'runner', None, RUNNERS,
       'estimator: the real TPUEstimator; tf2: the same model_fn under '
-      'tf.distribute. Default: estimator where tf.estimator exists (TF <= '
-      '2.15), tf2 otherwise.', flag_values=f)
+      'tf.distribute; native: the TF2-native Keras version of a built-in '
+      'model, trained with Orbit (object-based checkpoints: convert a TF1 '
+      'model_dir with python -m trainer.native.convert). Default: estimator '
+      'where tf.estimator exists (TF <= 2.15), tf2 otherwise.', flag_values=f)
   flags.DEFINE_enum(
       'jit_compile', 'auto', JIT_SETTINGS,
       'tf2 runner: XLA-compile the step. auto: on TPU (always compiled); '

@@ -8,7 +8,8 @@ Runs, in one process, the same built-in model_fn under TPUEstimator
 network (Dense 128 relu, Dense 10, Adam, jit_compile,
 steps_per_execution = iterations_per_loop). Each is timed after a warm-up of
 one loop (graph building and compilation excluded), over --steps steps, and
-the ratios are printed with the goals: tf2 >= 1.5x estimator, >= 1.0x Keras.
+the ratios are printed with the goals: tf2 >= 1.5x estimator, >= 1.0x Keras;
+the native runner (Keras model under Orbit) is timed too, goal >= 1.0x Keras.
 The tf2 runner is also timed without XLA (tf2_nojit): for a model this small
 the per-step launch of the compiled cluster costs more than XLA saves.
 """
@@ -18,7 +19,8 @@ import time
 
 from absl import app
 from absl import flags
-import tensorflow as tf
+import trainer  # pylint: disable=unused-import  (tf-keras before TF: trainer/__init__.py)
+import tensorflow as tf  # pylint: disable=g-bad-import-order
 
 import flags as trainer_flags
 from trainer import controller
@@ -79,6 +81,19 @@ def tf2_steps_per_sec(steps, model_fn, input_fn, jit_compile='on'):
   return steps / (time.perf_counter() - start)
 
 
+def native_steps_per_sec(steps, input_fn, jit_compile='on'):
+  """Steps/s of the native runner (Keras model, Orbit) after a warm-up."""
+  from trainer.native import runner as native_runner  # pylint: disable=g-import-not-at-top
+  loop = FLAGS.iterations_per_loop
+  params = _params(runner='native', train_steps=steps + loop,
+                   jit_compile=jit_compile)
+  runner = native_runner.NativeRunner(params, input_fn=input_fn)
+  runner.train_steps(loop)
+  start = time.perf_counter()
+  runner.train_steps(steps)
+  return steps / (time.perf_counter() - start)
+
+
 def keras_steps_per_sec(steps, input_fn):
   """Steps/s of Keras model.fit on the same network and input."""
   loop = FLAGS.iterations_per_loop
@@ -115,6 +130,7 @@ def main(argv):
   results['tf2_nojit'] = tf2_steps_per_sec(steps, model_fn, input_fn,
                                            jit_compile='off')
   results['keras_fit'] = keras_steps_per_sec(steps, input_fn)
+  results['native'] = native_steps_per_sec(steps, input_fn)
   print(f'model {FLAGS.model}, batch {FLAGS.train_batch_size}, '
         f'iterations_per_loop {FLAGS.iterations_per_loop}, {steps} timed '
         f'steps, input {FLAGS.input}, TF {tf.__version__}')
@@ -125,6 +141,8 @@ def main(argv):
     print(f'tf2 / estimator: {results["tf2"] / results["estimator"]:.2f}x '
           '(goal >= 1.5x)')
   print(f'tf2 / keras_fit: {results["tf2"] / results["keras_fit"]:.2f}x '
+        '(goal >= 1.0x)')
+  print(f'native / keras_fit: {results["native"] / results["keras_fit"]:.2f}x '
         '(goal >= 1.0x)')
   print('tf2_nojit: the tf2 runner without XLA (--jit_compile=off).')
 

@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from model_fn import layers
+from model_fn import losses
 from model_fn import metrics
 from model_fn import optimization
 from model_fn import precision
@@ -13,6 +14,7 @@ from model_fn.spec import ModeKeys
 from model_fn.spec import TPUEstimatorSpec
 
 IMAGE_KEY = 'image'
+cross_entropy = losses.cross_entropy  # Its historical name here.
 
 
 def _images(features):
@@ -22,16 +24,6 @@ def _images(features):
                        f'{sorted(features)}.')
     return features[IMAGE_KEY]
   return features
-
-
-def cross_entropy(labels, logits, num_classes, label_smoothing=0.0):
-  """Mean softmax cross-entropy in float32 with optional label smoothing."""
-  onehot = tf.one_hot(tf.cast(labels, tf.int32), num_classes,
-                      dtype=tf.float32)
-  if label_smoothing:
-    onehot = onehot * (1.0 - label_smoothing) + label_smoothing / num_classes
-  return tf.reduce_mean(
-      tf.nn.softmax_cross_entropy_with_logits(labels=onehot, logits=logits))
 
 
 def _logits(network, images, is_training, params):

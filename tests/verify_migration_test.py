@@ -1,20 +1,35 @@
-"""python -m trainer.verify_migration: estimator vs tf2 runner, step by step."""
+"""python -m trainer.verify_migration: two runners, step by step.
 
+estimator,* pairs run on the legacy lane (TF 2.15) only; tf2,native on both.
+The bug-injection tests break the native side in three ways a migration can
+and check that the tool fails on each.
+"""
+
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import re
 import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
+from model_fn.native import classifier
 from tests import testutil
-
-pytestmark = testutil.requires_estimator
+from trainer import registry
+from trainer import verify_migration
 
 MAX_LINE = re.compile(r'^max \|dloss\|: (\S+) \(tolerance (\S+)\) \| '
-                      r'max \|dw\|: (\S+) \| (OK|FAIL)$', re.M)
+                      r'max \|dw\|: (\S+) \((.*)\) \| (OK|FAIL)$', re.M)
 ROW = re.compile(r'^\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$', re.M)
 RESNET18 = ['--model=resnet', '--resnet_depth=18', '--resnet_stem=small',
-            '--train_batch_size=8', '--steps=3']
+            '--train_batch_size=8', '--image_size=8', '--steps=3']
+DIGITS_CNN = ['--model=tests.legacy.digits_cnn:model_fn',
+              '--input=tests.legacy.digits_cnn:train_input_fn', '--steps=10']
+EPS = 2.0 ** -23
 
 
 def _verify(tmp_path, *args):
@@ -22,36 +37,186 @@ def _verify(tmp_path, *args):
   result = subprocess.run(
       [sys.executable, '-m', 'trainer.verify_migration', f'--plot={plot}',
        f'--work_dir={tmp_path / "work"}', *args],
-      cwd=testutil.REPO_ROOT, capture_output=True, text=True, timeout=900)
+      cwd=testutil.REPO_ROOT, capture_output=True, text=True, timeout=900,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
   return result, plot
 
 
-@pytest.mark.parametrize('args,steps,tolerance', [
-    (['--steps=20'], 20, 1e-6),
-    (['--steps=20', '--num_cpu_devices=2'], 20, 1e-5),
-    (['--steps=20', '--num_cpu_devices=8'], 20, 1e-5),
-    (['--steps=20', '--precision=bfloat16'], 20, 2e-3),
-    (RESNET18, 3, 1e-6),
-    (RESNET18 + ['--precision=bfloat16'], 3, 2e-3),
-], ids=['mlp_f32', 'mlp_f32_2_replicas', 'mlp_f32_8_replicas', 'mlp_bf16',
-        'resnet18_f32', 'resnet18_bf16'])
-def test_runners_agree_within_tolerance(tmp_path, args, steps, tolerance):
-  result, plot = _verify(tmp_path, *args)
+def _check_ok(result, plot, steps):
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
   rows = ROW.findall(result.stdout)
   assert [int(r[0]) for r in rows] == list(range(1, steps + 1))
-  max_dloss, tol, _, verdict = MAX_LINE.search(result.stdout).groups()
-  assert float(tol) == tolerance and verdict == 'OK'
-  assert float(max_dloss) == max(float(r[3]) for r in rows) <= tolerance
-  for _, est_loss, tf2_loss, dloss, _ in rows:
-    assert abs(abs(float(est_loss) - float(tf2_loss)) - float(dloss)) < 1e-6
+  max_dloss, tolerance, _, _, verdict = MAX_LINE.search(
+      result.stdout).groups()
+  assert verdict == 'OK'
+  assert float(max_dloss) == max(float(r[3]) for r in rows)
+  assert float(max_dloss) <= float(tolerance)
+  for _, loss_a, loss_b, dloss, _ in rows:
+    assert abs(abs(float(loss_a) - float(loss_b)) - float(dloss)) < 1e-6
   assert plot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+  return float(max_dloss), float(tolerance), [float(r[1]) for r in rows]
 
 
+def _expected_tolerance(precision, steps, losses):
+  """The derivation of the module docstring, written out again."""
+  r = 2.0 ** -7 if precision == 'bfloat16' else 8 * steps * EPS
+  return r * max(abs(l) for l in losses)
+
+
+_ESTIMATOR_CASES = [
+    (['--steps=20'], 20, 'float32'),
+    (['--steps=20', '--num_cpu_devices=2'], 20, 'float32'),
+    (['--steps=20', '--precision=bfloat16'], 20, 'bfloat16'),
+    (RESNET18, 3, 'float32'),
+    (RESNET18 + ['--precision=bfloat16'], 3, 'bfloat16'),
+    (DIGITS_CNN, 10, 'float32'),  # Dropout and batch norm, legacy-style.
+    (['--runners=estimator,native', '--steps=20'], 20, 'float32'),
+]
+
+
+@testutil.requires_estimator
+@pytest.mark.parametrize('args,steps,precision', _ESTIMATOR_CASES, ids=[
+    'mlp_f32', 'mlp_f32_2_replicas', 'mlp_bf16', 'resnet18_f32',
+    'resnet18_bf16', 'dropout_cnn_f32', 'estimator_native_mlp_f32'])
+def test_estimator_and_another_runner_agree(tmp_path, args, steps, precision):
+  if not any(a.startswith('--runners') for a in args):
+    args = ['--runners=estimator,tf2'] + args
+  result, plot = _verify(tmp_path, *args)
+  _, tolerance, losses = _check_ok(result, plot, steps)
+  assert tolerance == pytest.approx(
+      _expected_tolerance(precision, steps, losses), rel=1e-3)
+
+
+@pytest.mark.parametrize('args,steps,precision', [
+    (['--steps=20'], 20, 'float32'),
+    (['--steps=20', '--precision=bfloat16'], 20, 'bfloat16'),
+    (RESNET18, 3, 'float32'),
+    (RESNET18 + ['--precision=bfloat16', '--num_cpu_devices=2'], 3,
+     'bfloat16'),
+], ids=['mlp_f32', 'mlp_bf16', 'resnet18_f32', 'resnet18_bf16_2_replicas'])
+def test_tf2_and_native_agree(tmp_path, args, steps, precision):
+  result, plot = _verify(tmp_path, '--runners=tf2,native', *args)
+  _, tolerance, losses = _check_ok(result, plot, steps)
+  assert tolerance == pytest.approx(
+      _expected_tolerance(precision, steps, losses), rel=1e-3)
+
+
+@testutil.requires_estimator
+def test_batch_statistics_over_replicas_are_named_not_failed(tmp_path):
+  result, _ = _verify(tmp_path, '--runners=estimator,tf2', *RESNET18,
+                      '--num_cpu_devices=2')
+  assert result.returncode == verify_migration.NOT_COMPARABLE_STATUS
+  assert 'Traceback' not in result.stderr
+  assert 'differ by construction' in result.stderr
+  assert '--runners=tf2,native' in result.stderr
+  assert not MAX_LINE.search(result.stdout)  # No bare FAIL.
+
+
+@testutil.requires_estimator
 def test_exits_non_zero_beyond_tolerance(tmp_path):
-  # Both runners are bit-identical without XLA; XLA:CPU on the tf2 side
-  # computes bfloat16 matmuls in float32, so the losses differ.
-  result, _ = _verify(tmp_path, '--steps=3', '--precision=bfloat16',
-                      '--jit_compile=on', '--tolerance=0')
-  assert result.returncode != 0
-  assert MAX_LINE.search(result.stdout).group(4) == 'FAIL'
+  # XLA:CPU on the tf2 side computes bfloat16 matmuls in float32.
+  result, _ = _verify(tmp_path, '--runners=estimator,tf2', '--steps=3',
+                      '--precision=bfloat16', '--jit_compile=on',
+                      '--tolerance=0')
+  assert result.returncode == 1
+  assert MAX_LINE.search(result.stdout).group(5) == 'FAIL'
+
+
+def test_tolerances_are_derived_from_the_formats():
+  assert verify_migration.relative_tolerance('float32', 20) == 160 * EPS
+  assert verify_migration.relative_tolerance('bfloat16', 20) == 2.0 ** -7
+  assert verify_migration.relative_tolerance('bfloat16', 3) == 2.0 ** -7
+  assert verify_migration.loss_tolerance('float32', 10, [2.0, -3.0, 1.0]) == (
+      80 * EPS * 3.0)
+
+
+@pytest.mark.parametrize('value,message', [
+    (['tf2'], 'give two of'),
+    (['tf2', 'keras'], 'give two of'),
+    (['tf2', 'tf2'], 'two different'),
+])
+def test_bad_runners_are_refused_by_flag(value, message):
+  with pytest.raises(ValueError, match=f'--runners=.*{message}'):
+    verify_migration.parse_runners(value)
+
+
+@pytest.mark.skipif(testutil.HAS_ESTIMATOR, reason='Estimator exists here.')
+def test_estimator_is_refused_without_estimator():
+  with pytest.raises(ValueError, match='no tf.estimator'):
+    verify_migration.parse_runners(['estimator', 'tf2'])
+
+
+# -- bug injection: the native side computes something else -----------------
+
+
+def _doubled_loss_scaling(model, optimizer, images, labels, params):
+  """Gradients of 2 x loss (a wrong loss scaling); reports the loss."""
+  variables = model.trainable_variables
+  with tf.GradientTape() as tape:
+    loss, _ = classifier.loss_and_logits(model, images, labels, params,
+                                         training=True)
+    scaled = loss * 2.0
+  optimizer.apply_gradients(zip(tape.gradient(scaled, variables), variables))
+  return loss
+
+
+def _dropped_gradient(model, optimizer, images, labels, params):
+  """The first variable's gradient is never applied."""
+  variables = model.trainable_variables
+  with tf.GradientTape() as tape:
+    loss, _ = classifier.loss_and_logits(model, images, labels, params,
+                                         training=True)
+  gradients = tape.gradient(loss, variables)
+  optimizer.apply_gradients(zip(gradients[1:], variables[1:]))
+  return loss
+
+
+_TRAIN_STEP = classifier.train_step
+
+
+def _skipped_update_ops(model, optimizer, images, labels, params):
+  """The batch-norm moving statistics are put back after the step."""
+  stats = model.non_trainable_variables
+  before = [tf.identity(v) for v in stats]
+  with tf.control_dependencies(before):
+    loss = _TRAIN_STEP(model, optimizer, images, labels, params)
+  with tf.control_dependencies([loss]):
+    restores = [v.assign(b) for v, b in zip(stats, before)]
+  with tf.control_dependencies(restores):
+    return tf.identity(loss)
+
+
+def _compare(tmp_path, **overrides):
+  params = testutil.base_params(model_dir=str(tmp_path), mode='train',
+                                runner='tf2', **overrides)
+  return verify_migration.compare(
+      params, registry.resolve_model_fn(params['model']),
+      registry.resolve_input_fn(params['input']), 3, str(tmp_path),
+      ('tf2', 'native'))
+
+
+_RESNET = {'model': 'resnet', 'image_size': 8, 'train_batch_size': 8,
+           'optimizer': 'momentum'}
+
+
+@pytest.mark.parametrize('bug,overrides', [
+    (_doubled_loss_scaling, {'optimizer': 'momentum'}),  # Adam would
+    # undo most of it: its update does not depend on the gradient's scale.
+    (_dropped_gradient, {}),
+    (_skipped_update_ops, _RESNET),
+], ids=['loss_times_2', 'dropped_gradient', 'skipped_update_ops'])
+def test_injected_bugs_fail(tmp_path, monkeypatch, bug, overrides):
+  monkeypatch.setattr(classifier, 'train_step', bug)
+  comparison = _compare(tmp_path, **overrides)
+  text = comparison.format()
+  print(text)
+  assert not comparison.ok(), text
+  assert MAX_LINE.search(text).group(5) == 'FAIL'
+  if bug is _skipped_update_ops:  # The losses do not see it; the stats do.
+    assert comparison.max_dloss <= comparison.loss_tolerance
+    assert 'moving_' in comparison.worst_variable
+
+
+def test_the_same_comparison_without_a_bug_passes(tmp_path):
+  comparison = _compare(tmp_path, **_RESNET)
+  assert comparison.ok(), comparison.format()

@@ -1,9 +1,10 @@
 """The outer loop shared by every runner: what each --mode does.
 
 The controller owns the outer loop, the evaluation cadence and what is
-written where; a `Runner` (trainer/estimator/runner.py, trainer/tf2/runner.py)
-runs steps, evaluations, predictions and exports. Within train() both
-runners follow one loop policy (trainer/loop.py): on SIGTERM train()
+written where; a `Runner` (trainer/estimator/runner.py, trainer/tf2/runner.py,
+trainer/native/runner.py) runs steps, evaluations, predictions and exports.
+Within train() every runner follows one loop policy (trainer/loop.py): on
+SIGTERM train()
 checkpoints and returns early, and the controller then raises
 PreemptedError (trainer/guard/preemption.py).
 """
@@ -19,6 +20,7 @@ import tensorflow as tf
 
 from trainer import progress
 from trainer.guard import preemption
+from trainer.native import checkpoints as native_checkpoints
 
 PREDICTIONS_FILE = 'predictions.jsonl'
 
@@ -57,12 +59,23 @@ def input_fn_for_mode(input_fn, mode):
   return functools.partial(_call_for_mode, input_fn, mode)
 
 
+def checkpoint_step(path):
+  """The global step a checkpoint holds: a TF1 name-based one's
+  `global_step` or a native object-based one's (trainer/native)."""
+  reader = tf.train.load_checkpoint(path)
+  for key in ('global_step', native_checkpoints.STEP_KEY):
+    if reader.has_tensor(key):
+      return int(reader.get_tensor(key))
+  raise ValueError(f'Checkpoint {path} holds no global step (neither '
+                   f'global_step nor {native_checkpoints.STEP_KEY}).')
+
+
 def latest_checkpoint_step(model_dir):
   """global_step of the latest checkpoint in model_dir; None without one."""
   path = tf.train.latest_checkpoint(model_dir)
   if path is None:
     return None
-  return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
+  return checkpoint_step(path)
 
 
 def resolve_eval_steps(params):

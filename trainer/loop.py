@@ -1,7 +1,8 @@
-"""The training-loop policy both runners follow, owned in one place.
+"""The training-loop policy every runner follows, owned in one place.
 
 A loop is what a runner runs between two looks from the host: one
-tf.function call of the tf2 runner, one session.run of TPUEstimator
+tf.function call of the tf2 runner, one Orbit Controller.train call of the
+native runner, one session.run of TPUEstimator
 (iterations_per_loop steps on TPU, one step on CPU). After every loop the
 runner hands `LoopPolicy.after_loop` the global step and the loop's losses;
 the policy

@@ -28,6 +28,7 @@ from trainer.guard import lock
 from trainer.guard import nonfinite
 from trainer.guard import preemption
 from trainer.guard import run_guard
+from trainer.native import checkpoints as native_checkpoints
 
 FLAGS = flags.FLAGS
 
@@ -37,7 +38,8 @@ _FATAL_ERRORS = (tpu_cluster.TPUUnreachableError,
                  fingerprint.ModelDirMismatchError,
                  nonfinite.NonFiniteLossError,
                  corrupt_records.CorruptRecordError,
-                 warm_start.InitCheckpointError)
+                 warm_start.InitCheckpointError,
+                 native_checkpoints.NativeCheckpointError)
 
 
 def _log_once():

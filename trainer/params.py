@@ -92,6 +92,32 @@ def _check_runner(params):
                      'tf.estimator (removed in 2.16); use --runner=tf2.')
 
 
+NATIVE_MODELS = ('mlp', 'resnet')
+
+
+def check_native(params):
+  """What the native runner (trainer/native) cannot do, refused by flag."""
+  if params['model'] not in NATIVE_MODELS:
+    raise ValueError(f'--runner=native trains the built-in models '
+                     f'({", ".join(NATIVE_MODELS)}), not --model='
+                     f'{params["model"]}; run a model_fn with --runner=tf2.')
+  if params['num_slices'] != 1:
+    raise ValueError('--num_slices: the native models are not sliced; use '
+                     '--num_slices=1 with --runner=native.')
+  if params['init_checkpoint']:
+    raise ValueError('--init_checkpoint: --runner=native starts from a '
+                     'converted checkpoint in --model_dir instead (python -m '
+                     'trainer.native.convert).')
+  if params['serving_input_fn']:
+    raise ValueError('--serving_input_fn: --runner=native exports the '
+                     'built-in signature on encoded images only.')
+
+
+def _check_native_runner(params):
+  if params['runner'] == 'native':
+    check_native(params)
+
+
 def _check_batches(params):
   """On TPU the global batches split over --num_cores (elsewhere the
   runners split them over their replicas and say so)."""
@@ -150,6 +176,8 @@ def _check_slicing(params):
 # (flags a rule reads, check raising ValueError naming the flag at fault).
 RULES = (
     (('runner',), _check_runner),
+    (('runner', 'model', 'num_slices', 'init_checkpoint', 'serving_input_fn'),
+     _check_native_runner),
     (('train_batch_size', 'eval_batch_size', 'num_cores', 'use_tpu', 'tpu'),
      _check_batches),
     (('use_tpu', 'tpu'), _check_use_tpu),

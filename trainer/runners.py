@@ -6,13 +6,19 @@ from trainer import controller
 
 
 def make_runner(params, model_fn, input_fn, serving_input_fn=None):
-  """The runner params['runner'] names (estimator or tf2), logged.
+  """The runner params['runner'] names (estimator, tf2 or native), logged.
 
   input_fn: one input_fn for every mode, or {'train', 'eval', 'infer': fn}.
   serving_input_fn: the serving_input_receiver_fn of --mode=export (None:
-  the built-in signature on encoded images).
+  the built-in signature on encoded images). The native runner trains the
+  TF2-native version of the built-in params['model'], not `model_fn`.
   """
-  # pylint: disable=g-import-not-at-top  (the estimator runner needs Estimator)
+  # pylint: disable=g-import-not-at-top  (each runner imports what it needs)
+  if params['runner'] == 'native':
+    from trainer.native import runner as native_runner
+    logging.info('Runner: native (Keras model, Orbit; --num_cpu_devices=%d).',
+                 params['num_cpu_devices'])
+    return native_runner.NativeRunner(params, input_fn=input_fn)
   if params['runner'] == 'tf2':
     from trainer.tf2 import runner as tf2_runner
     logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',

@@ -1,16 +1,71 @@
-"""Proves a model_fn trains the same under the estimator and tf2 runners.
+r"""Proves two runners train the same, step by step, from the same weights.
 
-  python -m trainer.verify_migration --model=mlp --steps=20
-  python -m trainer.verify_migration --model=resnet --resnet_depth=18 \\
-      --precision=bfloat16 --num_cpu_devices=2 --steps=20
+  python -m trainer.verify_migration --runners=estimator,tf2 --model=mlp
+  python -m trainer.verify_migration --runners=tf2,native --model=resnet \
+      --resnet_depth=18 --precision=bfloat16 --num_cpu_devices=2
 
-From one initial checkpoint and the same batches, runs --steps training steps
-under TPUEstimator and under the tf2 runner, prints a per-step table (both
-losses, |delta loss|, max |delta weight| over trainable variables) and a last
-line with the maxima, writes a PNG of both loss curves, and exits non-zero if
-max |delta loss| exceeds the tolerance (default by configuration: float32
-on one replica 1e-6, several replicas 1e-5, bfloat16 2e-3). Runs on TF
-with Estimator (the legacy lane); --augmentation defaults to none here.
+--runners=A,B with A, B among estimator (TF <= 2.15 only), tf2 and native
+(the built-in models only). The model is built once under the tf2 runner and
+saved as a TF1 checkpoint; the estimator and tf2 runs start from it, the
+native run from its conversion (trainer/native/convert.py). Each runner then
+trains --steps steps on the same batches. The tool prints a per-step table
+(both losses, |delta loss|, max |delta weight|), a last line with the maxima
+and the verdict, writes a PNG of both loss curves, and exits 1 on FAIL.
+
+What is compared: the loss of every step, and after every step the model's
+variables by TF1 name: the trainable ones and the batch-norm moving
+statistics. The verdict judges the losses and the moving statistics, which
+the loss does not see (a skipped UPDATE_OPS shows only there). Trainable
+weights act on the next step's loss, which is judged; their own max |dw| is
+printed but not judged, because Adam divides each update by the root of the
+squared-gradient average: a gradient that is a small difference of large
+terms (a batch-norm beta in a deep block, say) carries a large relative
+rounding error that Adam turns into an update error of up to lr, whatever
+the precision (ResNet-18, tf2 vs native: 3.1e-5 on one beta after 3 steps
+with identical losses to 5e-7). Optimizer slots are not compared (the native
+optimizer keeps other ones, and they act through the weights).
+
+Tolerances, derived rather than tuned (k = --steps):
+
+  float32. eps = 2^-23 is float32's machine epsilon. Two runners that
+  compute the same math round differently where they order it differently:
+  reductions (matmul, convolution and batch-norm sums; the all-reduce over
+  replicas), XLA fusion, Keras layers vs get_variable code. We allow a
+  growth factor G = 8 eps of relative difference per step (forward, backward
+  and update each reordered, with room to spare), accumulating linearly
+  over the k steps: r = G * k * eps (20 steps: 1.9e-5; 3 steps: 2.9e-6).
+  The loss tolerance is r times the loss scale S = max |loss| of the first
+  runner; the moving statistics' is 2 r * max(1, |w|) per variable (a
+  variance is a mean of squares: twice its inputs' relative error). Measured
+  differences sit below this: bit-identical (MLP, no XLA), 5e-7 (XLA),
+  2.4e-7 (2-8 replicas), 2.6e-6 (ResNet-18 over 20 steps: bound 4.4e-5),
+  3.1e-6 (MLP, tf2 vs native, 20 steps: bound 4.7e-5).
+
+  bfloat16. bfloat16 keeps 8 significant bits: its unit roundoff is 2^-8
+  (relative spacing 2^-7). Variables and the loss stay float32; what differs
+  is where and how each side rounds activations to bfloat16 (oneDNN's
+  native bf16 kernels, XLA:CPU's f32 matmuls, fused or not). Each side's
+  loss then carries up to 2^-8 relative error from that rounding, and the
+  two sides round independently: r = 2 * 2^-8 = 2^-7, times the loss scale
+  S. It does not grow with k: the weights stay float32 and drift only by
+  the rounding of their updates, second order over a few dozen steps. (The
+  built-in MLP measured 1e-3 on one CPU and 6.9e-3 on an AMD EPYC over 20
+  steps, loss ~2.3: bound 1.8e-2.) The moving statistics: 2 r * max(1, |w|).
+
+  --tolerance overrides the loss tolerance (the statistics' stay derived).
+
+A bug fails the check by far: a wrong loss scaling moves the loss of step 1
+by the loss itself; a dropped gradient leaves a whole variable behind by up
+to lr per element and step, which moves the next losses; a skipped
+UPDATE_OPS leaves the moving statistics at their initial values
+(tests/verify_migration_test.py injects each).
+
+Batch statistics over several replicas: the one-device estimator normalises
+batch norm over the global batch, each tf2 / native replica over its
+share, so with --num_cpu_devices > 1 they differ by construction. The tool
+says so and exits 2 without comparing; tf2,native (both per replica) are
+compared. --augmentation defaults to none here (ResNet-18 with pad_crop
+measured 3.1e-6, XLA on one side only).
 """
 
 import os
@@ -20,7 +75,6 @@ import tempfile
 
 from absl import app
 from absl import flags
-from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -32,53 +86,96 @@ from trainer import registry
 from trainer import runners
 from trainer import user_flags
 from trainer.compat import estimator as estimator_compat
+from trainer.tf2 import runner as tf2_runner
 from trainer.tf2 import strategy as strategy_lib
 
 FLAGS = flags.FLAGS
-TOLERANCES = {'float32': 1e-6, 'float32_replicas': 1e-5, 'bfloat16': 2e-3}
+RUNNERS = ('estimator', 'tf2', 'native')
+FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
+GROWTH_PER_STEP = 8  # float32: eps of relative difference allowed per step.
+BFLOAT16_ROUNDOFF = 2.0 ** -8  # bfloat16 keeps 8 significant bits.
+NOT_COMPARABLE_STATUS = 2
+
+
+class NotComparableError(ValueError):
+  """The two runners compute different math by construction."""
+
+
+def default_runners():
+  return 'estimator,tf2' if estimator_compat.has_estimator() else 'tf2,native'
 
 
 def define_flags(argv=None):
   """The trainer's flags (beside those of the model modules argv names,
-  trainer/user_flags.py) plus this tool's; --augmentation defaults to none.
-
-  The built-in input_fn is reproducible with augmentation too (stateless
-  per-example seeds), and the MLP agrees within 1e-6 with it; ResNet-18 in
-  float32 with pad_crop measured 3.1e-6 (XLA on the tf2 side only), so the
-  stated tolerances are for unaugmented batches.
-  """
+  trainer/user_flags.py) plus this tool's; --augmentation defaults to none."""
   user_flags.define_all(sys.argv if argv is None else argv,
                         trainer_flags.define_flags)
   FLAGS.set_default('augmentation', 'none')
+  flags.DEFINE_list('runners', None,
+                    'The two runners compared, A,B among estimator, tf2, '
+                    'native. Default: estimator,tf2 where TensorFlow has '
+                    'Estimator, tf2,native otherwise.')
   flags.DEFINE_integer('steps', 20, 'Training steps compared.', lower_bound=1)
   flags.DEFINE_string('plot', None,
                       'PNG of both loss curves. Default: WORK_DIR/losses.png.')
   flags.DEFINE_string('work_dir', None,
                       'Checkpoints of both runs. Default: a new temp dir.')
   flags.DEFINE_float('tolerance', None,
-                     'Max |delta loss| allowed. Default: by precision and '
-                     'replicas (1e-6, 1e-5, 2e-3).', lower_bound=0.0)
+                     'Max |delta loss| allowed. Default: derived from the '
+                     'precision, the steps and the loss scale (see the '
+                     'module docstring).', lower_bound=0.0)
 
 
-def default_tolerance(params):
-  """The tolerance in TOLERANCES for params' precision and replica count."""
-  if params['precision'] == 'bfloat16':
-    return TOLERANCES['bfloat16']
-  if params.get('num_cpu_devices', 1) > 1:
-    return TOLERANCES['float32_replicas']
-  return TOLERANCES['float32']
+def relative_tolerance(precision, steps):
+  """r of the module docstring: 8 * steps * eps (float32) or 2^-7."""
+  if precision == 'bfloat16':
+    return 2 * BFLOAT16_ROUNDOFF
+  return GROWTH_PER_STEP * steps * FLOAT32_EPS
+
+
+def loss_tolerance(precision, steps, losses):
+  """r times the loss scale, max |loss| over `losses` (the first runner's)."""
+  scale = float(np.max(np.abs(np.asarray(losses, dtype=np.float64))))
+  return relative_tolerance(precision, steps) * scale
+
+
+def parse_runners(value):
+  """(A, B) from ['A', 'B']; ValueError naming --runners otherwise."""
+  names = [v.strip() for v in (value or default_runners().split(','))]
+  if len(names) != 2 or any(n not in RUNNERS for n in names):
+    raise ValueError(f'--runners={",".join(names)}: give two of '
+                     f'{", ".join(RUNNERS)}, e.g. --runners=tf2,native.')
+  if names[0] == names[1]:
+    raise ValueError(f'--runners={",".join(names)}: name two different '
+                     'runners.')
+  if 'estimator' in names and not estimator_compat.has_estimator():
+    raise ValueError(f'--runners=estimator: TensorFlow {tf.__version__} has '
+                     'no tf.estimator (removed in 2.16); compare tf2,native.')
+  return tuple(names)
+
+
+def _is_state(name):
+  """Batch-norm moving statistics: compared, though not trainable."""
+  return name.rsplit('/', 1)[-1].startswith('moving_')
+
+
+def _compared_names(variables_by_name):
+  """{TF1 name: variable} -> names of the trainable variables and state."""
+  return {name for name, v in variables_by_name.items()
+          if v.trainable or _is_state(name)}
 
 
 class _StepRecorder(tf.compat.v1.train.SessionRunHook):
-  """Records the loss and the trainable variables after every step."""
+  """Records the loss and the compared variables after every step."""
 
   def __init__(self):
     self.losses, self.weights = [], []
 
   def begin(self):
     self._loss = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)[-1]
-    self._vars = {layers.variable_name(v): v
-                  for v in tf.compat.v1.trainable_variables()}
+    variables = {layers.variable_name(v): v
+                 for v in tf.compat.v1.global_variables()}
+    self._vars = {n: variables[n] for n in _compared_names(variables)}
 
   def before_run(self, run_context):
     return tf.compat.v1.train.SessionRunArgs(self._loss)
@@ -88,7 +185,9 @@ class _StepRecorder(tf.compat.v1.train.SessionRunHook):
     self.weights.append(run_context.session.run(self._vars))
 
 
-def _run_estimator(params, model_fn, input_fn, steps):
+def _run_estimator(params, model_fn, input_fn, steps, init_dir, strategy):
+  del strategy  # TPUEstimator(use_tpu=False) runs on one device.
+  shutil.copytree(init_dir, params['model_dir'])
   runner = runners.make_runner(dict(params, runner='estimator'), model_fn,
                                input_fn)
   recorder = _StepRecorder()
@@ -97,86 +196,175 @@ def _run_estimator(params, model_fn, input_fn, steps):
   return recorder.losses, recorder.weights
 
 
-def _run_tf2(params, model_fn, input_fn, steps):
-  runner = runners.make_runner(dict(params, runner='tf2'), model_fn, input_fn)
-  trainable = {layers.variable_name(v)
-               for v in runner.module.trainable_variables}
-  losses, weights = [], []
+def _run_tf2(params, model_fn, input_fn, steps, init_dir, strategy):
+  shutil.copytree(init_dir, params['model_dir'])
+  runner = tf2_runner.Tf2Runner(dict(params, runner='tf2'), model_fn,
+                                input_fn, strategy=strategy)
+  losses, weights, names = [], [], None
   for _ in range(steps):
     losses.append(float(runner.train_steps(1)[0]))
-    if not trainable:
-      trainable = {layers.variable_name(v)
-                   for v in runner.module.trainable_variables}
+    if names is None:
+      names = _compared_names(runner.module.variables_by_name())
     values = runner.variables()
-    weights.append({n: values[n] for n in trainable})
+    weights.append({n: values[n] for n in names})
   return losses, weights
 
 
-def _initial_checkpoint(params, model_fn, input_fn, directory):
+def _run_native(params, model_fn, input_fn, steps, init_dir, strategy):
+  del model_fn  # The native runner trains the built-in model's Keras twin.
+  # pylint: disable=g-import-not-at-top  (Keras 2, Orbit: only when asked)
+  from trainer.native import convert
+  from trainer.native import runner as native_runner
+  convert.convert(init_dir, params, params['model_dir'])
+  runner = native_runner.NativeRunner(dict(params, runner='native'),
+                                      strategy[0], input_fn=input_fn)
+  variables = runner.model.tf1_variables()
+  names = _compared_names(variables)
+  losses, weights = [], []
+  for _ in range(steps):
+    losses.append(float(runner.train_steps(1)[0]))
+    weights.append({n: variables[n].numpy() for n in names})
+  return losses, weights
+
+
+_RUNS = {'estimator': _run_estimator, 'tf2': _run_tf2, 'native': _run_native}
+
+
+def _initial_checkpoint(params, model_fn, input_fn, directory, strategy):
   """Builds the model once under the tf2 runner and saves step 0 in
-  `directory`; both runs start from it."""
-  runner = runners.make_runner(
-      dict(params, runner='tf2', model_dir=directory), model_fn, input_fn)
+  `directory`; the TF1 names of its variables."""
+  runner = tf2_runner.Tf2Runner(
+      dict(params, runner='tf2', model_dir=directory), model_fn, input_fn,
+      strategy=strategy)
   runner.train_steps(0)
-  return runner.save_checkpoint()
+  runner.save_checkpoint()
+  return set(runner.module.variables_by_name())
 
 
-def max_weight_diff(a, b):
-  """max |a - b| over the variables of both dicts (names must match)."""
-  if a.keys() != b.keys():
-    raise ValueError('The runners made different variables: only estimator '
-                     f'{sorted(a.keys() - b.keys())[:5]}, only tf2 '
-                     f'{sorted(b.keys() - a.keys())[:5]}.')
+def check_comparable(names, runner_pair, params):
+  """NotComparableError, in plain words, where batch statistics differ by
+  construction: one-device estimator vs several replicas."""
+  replicas = params['num_cpu_devices']
+  stats = sorted(n for n in names if _is_state(n))
+  if 'estimator' in runner_pair and replicas > 1 and stats:
+    other = [r for r in runner_pair if r != 'estimator'][0]
+    raise NotComparableError(
+        f'Not comparable: the model has batch normalisation ({stats[0]}, '
+        f'...). With --num_cpu_devices={replicas} each {other} replica '
+        'normalises over its share of the batch, while the one-device '
+        'estimator normalises over the global batch, so their losses differ '
+        'by construction, not by a bug. Compare with --num_cpu_devices=1, '
+        f'or compare --runners=tf2,native (both per replica).')
+
+
+def _max_diff(a, b, names):
   return max(float(np.max(np.abs(a[n].astype(np.float64) -
-                                 b[n].astype(np.float64)))) for n in a)
+                                 b[n].astype(np.float64)))) for n in names)
 
 
-def compare(params, model_fn, input_fn, steps, work_dir):
-  """Runs both runners from one checkpoint; rows (step, le, lt, dl, dw)."""
+def weight_excess(a, b, r, judged):
+  """(max over variables in `judged` of |a - b| / (2 r * max(1, max|a|)),
+  that variable's name); above 1 is beyond tolerance."""
+  worst = (0.0, None)
+  for n in judged:
+    bound = 2 * r * max(1.0, float(np.max(np.abs(a[n]))))
+    excess = float(np.max(np.abs(a[n].astype(np.float64) -
+                                 b[n].astype(np.float64)))) / bound
+    if excess >= worst[0]:
+      worst = (excess, n)
+  return worst
+
+
+def compare(params, model_fn, input_fn, steps, work_dir,
+            runner_pair=('estimator', 'tf2')):
+  """Runs both runners from one checkpoint; a Comparison."""
   params = dict(params, mode='train', train_steps=steps,
                 iterations_per_loop=1, save_checkpoints_steps=10**9,
                 init_checkpoint=None)
   init_dir = os.path.join(work_dir, 'init')
-  _initial_checkpoint(params, model_fn, input_fn, init_dir)
-  runs = {}
-  for kind, run in (('estimator', _run_estimator), ('tf2', _run_tf2)):
-    model_dir = os.path.join(work_dir, kind)
-    shutil.copytree(init_dir, model_dir)
-    runs[kind] = run(dict(params, model_dir=model_dir), model_fn, input_fn,
-                     steps)
-  (est_losses, est_weights), (tf2_losses, tf2_weights) = (
-      runs['estimator'], runs['tf2'])
-  if len(est_losses) != steps or len(tf2_losses) != steps:
-    raise RuntimeError(f'Expected {steps} steps, got {len(est_losses)} '
-                       f'(estimator) and {len(tf2_losses)} (tf2).')
-  return [(i + 1, le, lt, abs(le - lt), max_weight_diff(we, wt))
-          for i, (le, lt, we, wt) in enumerate(
-              zip(est_losses, tf2_losses, est_weights, tf2_weights))]
+  # One strategy for every run in this process: two MirroredStrategy
+  # instances would reuse each other's collective keys.
+  strategy = strategy_lib.make_strategy(params)
+  names = _initial_checkpoint(params, model_fn, input_fn, init_dir, strategy)
+  check_comparable(names, runner_pair, params)
+  results = []
+  for kind in runner_pair:
+    run_params = dict(params, model_dir=os.path.join(work_dir, kind))
+    results.append(_RUNS[kind](run_params, model_fn, input_fn, steps,
+                               init_dir, strategy))
+  return Comparison(runner_pair, results, params['precision'], steps)
 
 
-def format_table(rows, tolerance):
-  """The per-step table and the closing maxima line."""
-  lines = [f'{"step":>5} {"estimator loss":>15} {"tf2 loss":>15} '
-           f'{"|dloss|":>10} {"max |dw|":>10}']
-  for step, le, lt, dl, dw in rows:
-    lines.append(f'{step:5d} {le:15.8f} {lt:15.8f} {dl:10.3e} {dw:10.3e}')
-  max_dl = max(r[3] for r in rows)
-  max_dw = max(r[4] for r in rows)
-  verdict = 'OK' if max_dl <= tolerance else 'FAIL'
-  lines.append(f'max |dloss|: {max_dl:.3e} (tolerance {tolerance:.0e}) | '
-               f'max |dw|: {max_dw:.3e} | {verdict}')
-  return '\n'.join(lines)
+class Comparison:
+  """Both runs' losses and variables, the tolerances and the verdict."""
+
+  def __init__(self, runner_pair, results, precision, steps):
+    (self.losses_a, weights_a), (self.losses_b, weights_b) = results
+    self.runners = runner_pair
+    for kind, losses in zip(runner_pair, (self.losses_a, self.losses_b)):
+      if len(losses) != steps:
+        raise RuntimeError(f'Expected {steps} steps, got {len(losses)} '
+                           f'({kind}).')
+    a_names, b_names = set(weights_a[0]), set(weights_b[0])
+    if a_names != b_names:
+      raise ValueError(
+          f'The runners made different variables: only {runner_pair[0]} '
+          f'{sorted(a_names - b_names)[:5]}, only {runner_pair[1]} '
+          f'{sorted(b_names - a_names)[:5]}.')
+    self.relative = relative_tolerance(precision, steps)
+    self.loss_tolerance = loss_tolerance(precision, steps, self.losses_a)
+    judged = sorted(n for n in a_names if _is_state(n))
+    self.rows = []
+    self.weight_excess, self.worst_variable = 0.0, None
+    for i, (la, lb, wa, wb) in enumerate(zip(self.losses_a, self.losses_b,
+                                             weights_a, weights_b)):
+      self.rows.append((i + 1, la, lb, abs(la - lb),
+                        _max_diff(wa, wb, sorted(a_names))))
+      if judged:
+        excess, name = weight_excess(wa, wb, self.relative, judged)
+        if excess >= self.weight_excess:
+          self.weight_excess, self.worst_variable = excess, name
+
+  @property
+  def max_dloss(self):
+    return max(r[3] for r in self.rows)
+
+  def ok(self, loss_tolerance=None):
+    """Within the loss tolerance (default: derived) and the variables'."""
+    tolerance = (self.loss_tolerance if loss_tolerance is None
+                 else loss_tolerance)
+    return self.max_dloss <= tolerance and self.weight_excess <= 1.0
+
+  def format(self, loss_tolerance=None):
+    """The per-step table and the closing maxima line."""
+    tolerance = (self.loss_tolerance if loss_tolerance is None
+                 else loss_tolerance)
+    a, b = self.runners
+    lines = [f'{"step":>5} {a + " loss":>15} {b + " loss":>15} '
+             f'{"|dloss|":>10} {"max |dw|":>10}']
+    for step, la, lb, dl, dw in self.rows:
+      lines.append(f'{step:5d} {la:15.8f} {lb:15.8f} {dl:10.3e} {dw:10.3e}')
+    max_dw = max(r[4] for r in self.rows)
+    verdict = 'OK' if self.ok(loss_tolerance) else 'FAIL'
+    stats = (f'moving statistics at {self.weight_excess:.3g} of their '
+             f'tolerance, worst {self.worst_variable}'
+             if self.worst_variable else 'no moving statistics')
+    lines.append(f'max |dloss|: {self.max_dloss:.3e} (tolerance '
+                 f'{tolerance:.3e}) | max |dw|: {max_dw:.3e} ({stats}) | '
+                 f'{verdict}')
+    return '\n'.join(lines)
 
 
-def plot(rows, path, title):
+def plot(comparison, path, title):
   """Writes a PNG of both loss curves."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-  steps = [r[0] for r in rows]
+  steps = [r[0] for r in comparison.rows]
   figure, axes = pyplot.subplots(figsize=(6, 4))
-  axes.plot(steps, [r[1] for r in rows], 'o-', label='estimator')
-  axes.plot(steps, [r[2] for r in rows], 'x--', label='tf2 runner')
+  a, b = comparison.runners
+  axes.plot(steps, comparison.losses_a, 'o-', label=f'{a} runner')
+  axes.plot(steps, comparison.losses_b, 'x--', label=f'{b} runner')
   axes.set_xlabel('step')
   axes.set_ylabel('training loss')
   axes.set_title(title)
@@ -189,11 +377,11 @@ def plot(rows, path, title):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
-  if not estimator_compat.has_estimator():
-    raise app.UsageError(f'TensorFlow {tf.__version__} has no tf.estimator: '
-                         'run the tool on the legacy lane (TF 2.15).')
   try:
+    runner_pair = parse_runners(FLAGS.runners)
     params = params_lib.params_from_flags(FLAGS)
+    if 'native' in runner_pair:
+      params_lib.check_native(params)
     strategy_lib.split_cpu(params['num_cpu_devices'])  # Before TF starts.
     model_fn = registry.resolve_model_fn(params['model'])
     input_fn = registry.resolve_input_fn(params['input'])
@@ -201,16 +389,20 @@ def main(argv):
     raise app.UsageError(str(e)) from e
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix='verify-migration-')
   params = params_lib.with_model_dir(params, work_dir)
-  tolerance = (FLAGS.tolerance if FLAGS.tolerance is not None
-               else default_tolerance(params))
-  rows = compare(params, model_fn, input_fn, FLAGS.steps, work_dir)
-  print(format_table(rows, tolerance))
+  try:
+    comparison = compare(params, model_fn, input_fn, FLAGS.steps, work_dir,
+                         runner_pair)
+  except NotComparableError as e:
+    print(str(e), file=sys.stderr)
+    sys.exit(NOT_COMPARABLE_STATUS)
+  print(comparison.format(FLAGS.tolerance))
   path = FLAGS.plot or os.path.join(work_dir, 'losses.png')
-  plot(rows, path, f'{params["model"]} {params["precision"]}, '
-       f'{params.get("num_cpu_devices", 1)} replica(s)')
+  plot(comparison, path, f'{params["model"]} {params["precision"]}, '
+       f'{params["num_cpu_devices"]} replica(s)')
   print(f'plot: {path}')
-  if max(r[3] for r in rows) > tolerance:
-    logging.error('max |dloss| exceeds the tolerance %g.', tolerance)
+  if not comparison.ok(FLAGS.tolerance):
+    print('FAIL: the runners differ beyond the tolerance (see the module '
+          'docstring of trainer/verify_migration.py).', file=sys.stderr)
     sys.exit(1)
 
 
