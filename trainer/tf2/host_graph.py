@@ -62,9 +62,11 @@ class HostGraph:
     return dict(zip(flat_inputs, flat_values))
 
   def callable_for(self, fetches):
-    """A fast callable f(*flat_values) -> fetches, fed like `feed`."""
-    return self._session.make_callable(
-        fetches, feed_list=tf.nest.flatten(self._inputs))
+    """A fast callable f(*flat_values) that runs `fetches` (any structure of
+    ops and tensors), fed like `feed`, in one call into the C++ session;
+    returns the values of its tensors, flat."""
+    return tf_private.fed_session_callable(
+        self._session, tf.nest.flatten(self._inputs), tf.nest.flatten(fetches))
 
   def run(self, fetches, feed_dict=None):
     """Session.run of `fetches` (ops/tensors of this graph)."""
