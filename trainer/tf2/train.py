@@ -183,9 +183,8 @@ class Training:
     self._run_host_calls([v.numpy() for v in host_values])
     stop = False
     if self._hooks:
-      per_step = [[v[i] for v in (x.numpy() for x in hook_values)]
-                  for i in range(num_steps)] if hook_values else (
-                      [[]] * num_steps)
+      arrays = [x.numpy() for x in hook_values]
+      per_step = [[a[i] for a in arrays] for i in range(num_steps)]
       stop = self._hooks.after_steps(per_step, first_step,
                                      self._runner.global_step)
     return losses.numpy(), stop
