@@ -7,9 +7,10 @@ tf.function call (an explicit tf.while_loop), with the replica step
 XLA-compiled when chosen (strategy.choose_jit). Each train() call runs the
 input_fn anew, as Estimator does. After each loop, on the host:
   * host_call runs on the tensors of every step gathered from all replicas,
-    as TPUEstimator does (host_graph.py); reads of the global step in the
-    model_fn give the step's value before its update, as in TF1, so
-    summaries land at TPUEstimator's steps;
+    as TPUEstimator does (host_graph.py), on a host thread while the next
+    loop runs (TPUEstimator's outfeed thread), all done when train() ends;
+    reads of the global step in the model_fn give the step's value before
+    its update, as in TF1, so summaries land at TPUEstimator's steps;
   * SessionRunHooks (the call's, the spec's training_hooks and Estimator's
     own loss / global_step/sec summary hooks) see each step's fetches
     (hooks.py), from the first replica;
@@ -49,6 +50,7 @@ class Training:
     self._host_call = None  # (fn, tensors) recorded while tracing.
     self._host_graph = None
     self._host_step = None
+    self._host_steps = None  # host_graph.StepRunner of the host_call.
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
 
@@ -170,8 +172,14 @@ class Training:
       self._host_graph = host_graph.HostGraph(fn, specs)
       self._host_step = self._host_graph.callable_for(
           self._host_graph.outputs)
-    for i in range(host_values[0].shape[0]):
-      self._host_step(*[v[i] for v in host_values])
+      self._host_steps = host_graph.StepRunner()
+    self._host_steps.submit(self._host_step, host_values)
+
+  def _finish_host_calls(self):
+    """Waits for the host_call of every loop so far; flushes its writers."""
+    if self._host_graph is not None:
+      self._host_steps.wait()
+      self._host_graph.flush()
 
   def _run_loop(self, num_steps):
     """One loop of `num_steps` steps; (losses, whether a hook asked to
@@ -203,6 +211,7 @@ class Training:
       loop_losses, _ = self._run_loop(n)
       losses.extend(loop_losses.tolist())
       done += n
+    self._finish_host_calls()
     return np.array(losses, dtype=np.float32)
 
   def _save(self, step):
@@ -234,5 +243,4 @@ class Training:
         break
     if self._hooks:
       self._hooks.end(runner.global_step)
-    if self._host_graph is not None:
-      self._host_graph.flush()
+    self._finish_host_calls()
