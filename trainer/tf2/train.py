@@ -24,6 +24,7 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
+from trainer import profiling
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import tf_private
 from trainer.guard import nonfinite
@@ -53,6 +54,8 @@ class Training:
     self._host_steps = None  # host_graph.StepRunner of the host_call.
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
+    self._profile = profiling.StepWindow(  # --profile_steps, per loop.
+        runner.model_dir, runner._params.get('profile_steps'))  # pylint: disable=protected-access
 
   def _replica_step(self, features, labels):
     runner = self._runner
@@ -185,9 +188,11 @@ class Training:
     """One loop of `num_steps` steps; (losses, whether a hook asked to
     stop)."""
     first_step = self._runner.global_step()
+    self._profile.before_steps(first_step, num_steps)
     with self._scope():
       losses, host_values, hook_values = self._loop(self._iterator,
                                                     tf.constant(num_steps))
+    self._profile.after_steps(self._runner.global_step())
     self._run_host_calls([v.numpy() for v in host_values])
     stop = False
     if self._hooks:
@@ -243,4 +248,5 @@ class Training:
         break
     if self._hooks:
       self._hooks.end(runner.global_step)
+    self._profile.stop(runner.global_step())
     self._finish_host_calls()
