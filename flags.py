@@ -219,6 +219,13 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'Steps between Estimator\'s global_step/sec summaries (and its '
       '"loss = ..., step = ..." log lines), under both runners. 0: none.',
       lower_bound=0, flag_values=f)
+  flags.DEFINE_list(
+      'profile_steps', [],
+      'N,M: write a TensorBoard profile (tf.profiler) of the steps that take '
+      'global_step from N to M into --model_dir (plugins/profile/). The '
+      'estimator runner starts and stops at those steps; the tf2 runner at '
+      'the boundaries of the loops (--iterations_per_loop steps) that hold '
+      'them.', flag_values=f)
   flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints kept.',
                        lower_bound=1, flag_values=f)
   flags.DEFINE_string(
@@ -257,6 +264,16 @@ def _define_validators(f, validate_on):
     values = [int(s) for s in steps]
     return all(a < b for a, b in zip(values, values[1:])) and all(
         s > 0 for s in values)
+
+  @flags.validator('profile_steps', flag_values=f,
+                   message='--profile_steps must be two integers N,M with '
+                   '0 <= N < M, e.g. 100,110.')
+  def _profile_steps(steps):
+    if not steps:
+      return True
+    if len(steps) != 2 or not all(s.strip().isdigit() for s in steps):
+      return False
+    return int(steps[0]) < int(steps[1])
 
   @flags.validator('tf_data_service', flag_values=f)
   def _data_service_address(address):

@@ -4,16 +4,23 @@
   python -m bench.runners --input=synthetic     # no host input work
 
 Runs, in one process, the same built-in model_fn under TPUEstimator
-(use_tpu=False) and under the tf2 runner, and a Keras `model.fit` of the same
-network (Dense 128 relu, Dense 10, Adam, jit_compile,
-steps_per_execution = iterations_per_loop). Each is timed after a warm-up of
-one loop (graph building and compilation excluded), over --steps steps, and
-the ratios are printed with the goals: tf2 >= 1.5x estimator, >= 1.0x Keras;
-the native runner (Keras model under Orbit) is timed too, goal >= 1.0x Keras.
-The tf2 runner is also timed without XLA (tf2_nojit): for a model this small
-the per-step launch of the compiled cluster costs more than XLA saves.
+(use_tpu=False) and under the tf2 runner (its own choice of XLA, and with
+--jit_compile=on: tf2_xla), and a Keras `model.fit` of the same network
+(Dense 128 relu, Dense 10, Adam, jit_compile,
+steps_per_execution = iterations_per_loop). Each runner is built and warmed
+up once (graph building and compilation excluded), then every runner runs
+--steps steps in turn, for --rounds rounds, so that a machine shared with
+other work slows all of them alike within a round. Each is timed from the
+end of the first loop of each call to the end of the last (start and end of
+the call left out: input_fn call, graph building, final checkpoint). Printed: each runner's
+median steps/s and its range over the rounds, and the ratios
+tf2 / estimator (goal >= 1.2x) and tf2 / keras_fit (goal >= 1.0x) as the
+median of the per-round ratios, with their range. The native runner
+(Keras model under Orbit, --runner=native) is timed the same way, goal
+native / keras_fit >= 1.0x.
 """
 
+import statistics
 import tempfile
 import time
 
@@ -33,21 +40,49 @@ FLAGS = flags.FLAGS
 
 
 class _Clock(tf.compat.v1.train.SessionRunHook):
-  """Times the Estimator's steps after the first `warmup` ones."""
+  """Steps/s of one Estimator.train call after its first `warmup` steps
+  (graph building and session start left out)."""
 
   def __init__(self, warmup):
     self._warmup = warmup
+    self.begin()
+
+  def begin(self):  # Each train() call starts the count again.
     self._steps = 0
-    self.start = self.stop = None
-    self.timed_steps = 0
+    self._start = self._stop = None
 
   def after_run(self, run_context, run_values):
     self._steps += 1
     if self._steps == self._warmup:
-      self.start = time.perf_counter()
+      self._start = time.perf_counter()
     elif self._steps > self._warmup:
-      self.stop = time.perf_counter()
-      self.timed_steps = self._steps - self._warmup
+      self._stop = time.perf_counter()
+
+  def rate(self):
+    return (self._steps - self._warmup) / (self._stop - self._start)
+
+
+class _KerasClock(tf.keras.callbacks.Callback):
+  """_Clock for model.fit, whose batch callbacks come once per execution
+  (steps_per_execution steps)."""
+
+  def __init__(self, warmup):
+    super().__init__()
+    self._warmup = warmup
+
+  def on_train_begin(self, logs=None):
+    self._executions = 0
+    self._start = self._stop = None
+
+  def on_train_batch_end(self, batch, logs=None):
+    self._executions += 1
+    if self._executions == 1:
+      self._start = time.perf_counter()
+    else:
+      self._stop = time.perf_counter()
+
+  def rate(self):
+    return (self._executions - 1) * self._warmup / (self._stop - self._start)
 
 
 def _params(**overrides):
@@ -58,44 +93,73 @@ def _params(**overrides):
   return params
 
 
-def estimator_steps_per_sec(steps, model_fn, input_fn):
-  """Steady-state steps/s of TPUEstimator.train (one train call)."""
+def estimator_bench(model_fn, input_fn):
+  """run(steps) -> steps/s of one TPUEstimator.train call, its first loop
+  (graph building) excluded."""
   loop = FLAGS.iterations_per_loop
-  params = _params(runner='estimator', train_steps=steps + loop)
-  runner = runners.make_runner(params, model_fn, input_fn)
+  runner = runners.make_runner(_params(runner='estimator'), model_fn,
+                               input_fn)
+  train_input = controller.input_fn_for_mode(input_fn, 'train')
+
   clock = _Clock(warmup=loop)
-  runner.estimator.train(controller.input_fn_for_mode(input_fn, 'train'),
-                         max_steps=steps + loop, hooks=[clock])
-  return clock.timed_steps / (clock.stop - clock.start)
+
+  def run(steps):
+    runner.estimator.train(train_input, steps=steps + loop, hooks=[clock])
+    return clock.rate()
+
+  return run
 
 
-def tf2_steps_per_sec(steps, model_fn, input_fn, jit_compile='on'):
-  """Steps/s of Tf2Runner.train_steps after one warm-up loop."""
+def tf2_bench(model_fn, input_fn, jit_compile):
+  """run(steps) -> steps/s of one Tf2Runner.train call after its first loop,
+  as _Clock times the estimator. The clock wraps the runner's loop (a user
+  hook would make the runner run one step a loop, as Estimator runs hooks
+  after every step): from the end of the first loop to the end of the last,
+  hooks, host_call and the policy's per-loop work included."""
   loop = FLAGS.iterations_per_loop
-  params = _params(runner='tf2', train_steps=steps + loop,
-                   jit_compile=jit_compile)
+  params = _params(runner='tf2', jit_compile=jit_compile)
   runner = runners.make_runner(params, model_fn, input_fn)
-  runner.train_steps(loop)
-  start = time.perf_counter()
-  runner.train_steps(steps)
-  return steps / (time.perf_counter() - start)
+  training = runner._training  # pylint: disable=protected-access
+  run_loop = training._run_loop  # pylint: disable=protected-access
+  ends = []
+
+  def timed_loop(num_steps):
+    result = run_loop(num_steps)
+    ends.append(time.perf_counter())
+    return result
+
+  training._run_loop = timed_loop  # pylint: disable=protected-access
+  runner.train(steps=loop)  # Traces and compiles.
+
+  def run(steps):
+    ends.clear()
+    runner.train(steps=steps + loop)
+    return steps / (ends[-1] - ends[0])
+
+  return run
 
 
-def native_steps_per_sec(steps, input_fn, jit_compile='on'):
-  """Steps/s of the native runner (Keras model, Orbit) after a warm-up."""
+def native_bench(input_fn):
+  """run(steps) -> steps/s of the native runner (Keras model under Orbit),
+  built and warmed up once (one loop)."""
   from trainer.native import runner as native_runner  # pylint: disable=g-import-not-at-top
   loop = FLAGS.iterations_per_loop
-  params = _params(runner='native', train_steps=steps + loop,
-                   jit_compile=jit_compile)
+  params = _params(runner='native', jit_compile='on',
+                   train_steps=loop + FLAGS.rounds * FLAGS.steps)
   runner = native_runner.NativeRunner(params, input_fn=input_fn)
   runner.train_steps(loop)
-  start = time.perf_counter()
-  runner.train_steps(steps)
-  return steps / (time.perf_counter() - start)
+
+  def run(steps):
+    start = time.perf_counter()
+    runner.train_steps(steps)
+    return steps / (time.perf_counter() - start)
+
+  return run
 
 
-def keras_steps_per_sec(steps, input_fn):
-  """Steps/s of Keras model.fit on the same network and input."""
+def keras_bench(input_fn):
+  """run(steps) -> steps/s of one Keras model.fit call on the same network
+  and input, its first execution excluded."""
   loop = FLAGS.iterations_per_loop
   params = _params(runner='tf2')
   dataset = controller.input_fn_for_mode(input_fn, 'train')(
@@ -111,45 +175,67 @@ def keras_steps_per_sec(steps, input_fn):
       optimizer=keras.optimizers.Adam(params['learning_rate']),
       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
       jit_compile=True, steps_per_execution=loop)
+  clock = _KerasClock(warmup=loop)
   model.fit(dataset, epochs=1, steps_per_epoch=loop, verbose=0)
-  start = time.perf_counter()
-  model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
-  return steps / (time.perf_counter() - start)
+
+  def run(steps):
+    model.fit(dataset, epochs=1, steps_per_epoch=steps + loop, verbose=0,
+              callbacks=[clock])
+    return clock.rate()
+
+  return run
+
+
+def _median_range(values):
+  values = sorted(values)
+  return statistics.median(values), values[0], values[-1]
+
+
+def _ratio_line(rates, name, of, goal):
+  ratios = [a / b for a, b in zip(rates[name], rates[of])]
+  median, low, high = _median_range(ratios)
+  return (f'{name} / {of}: {median:.2f}x (rounds {low:.2f}-{high:.2f}, '
+          f'goal >= {goal}x)')
 
 
 def main(argv):
   del argv
-  steps = FLAGS.steps
   params = params_lib.params_from_flags(FLAGS)
   model_fn = registry.resolve_model_fn(params['model'])
   input_fn = registry.resolve_input_fn(params['input'])
-  results = {}
+  benches = {}
   if estimator_compat.has_estimator():
-    results['estimator'] = estimator_steps_per_sec(steps, model_fn, input_fn)
-  results['tf2'] = tf2_steps_per_sec(steps, model_fn, input_fn)
-  results['tf2_nojit'] = tf2_steps_per_sec(steps, model_fn, input_fn,
-                                           jit_compile='off')
-  results['keras_fit'] = keras_steps_per_sec(steps, input_fn)
-  results['native'] = native_steps_per_sec(steps, input_fn)
+    benches['estimator'] = estimator_bench(model_fn, input_fn)
+  benches['tf2'] = tf2_bench(model_fn, input_fn, 'auto')
+  benches['tf2_xla'] = tf2_bench(model_fn, input_fn, 'on')
+  benches['keras_fit'] = keras_bench(input_fn)
+  benches['native'] = native_bench(input_fn)
+  rates = {name: [] for name in benches}
+  for _ in range(FLAGS.rounds):
+    for name, run in benches.items():
+      rates[name].append(run(FLAGS.steps))
   print(f'model {FLAGS.model}, batch {FLAGS.train_batch_size}, '
-        f'iterations_per_loop {FLAGS.iterations_per_loop}, {steps} timed '
-        f'steps, input {FLAGS.input}, TF {tf.__version__}')
-  print(f'{"runner":<10} {"steps/s":>9} {"ms/step":>8}')
-  for name, rate in results.items():
-    print(f'{name:<10} {rate:9.1f} {1000.0 / rate:8.3f}')
-  if 'estimator' in results:
-    print(f'tf2 / estimator: {results["tf2"] / results["estimator"]:.2f}x '
-          '(goal >= 1.5x)')
-  print(f'tf2 / keras_fit: {results["tf2"] / results["keras_fit"]:.2f}x '
-        '(goal >= 1.0x)')
-  print(f'native / keras_fit: {results["native"] / results["keras_fit"]:.2f}x '
-        '(goal >= 1.0x)')
-  print('tf2_nojit: the tf2 runner without XLA (--jit_compile=off).')
+        f'iterations_per_loop {FLAGS.iterations_per_loop}, {FLAGS.steps} '
+        f'timed steps x {FLAGS.rounds} rounds, input {FLAGS.input}, '
+        f'TF {tf.__version__}')
+  print(f'{"runner":<10} {"steps/s":>9} {"ms/step":>8}  range over rounds')
+  for name, values in rates.items():
+    median, low, high = _median_range(values)
+    print(f'{name:<10} {median:9.1f} {1000.0 / median:8.3f}  '
+          f'{low:.1f}-{high:.1f}')
+  if 'estimator' in rates:
+    print(_ratio_line(rates, 'tf2', 'estimator', 1.2))
+  print(_ratio_line(rates, 'tf2', 'keras_fit', 1.0))
+  print(_ratio_line(rates, 'native', 'keras_fit', 1.0))
+  print('tf2: the tf2 runner as --jit_compile=auto chooses; tf2_xla: with '
+        '--jit_compile=on.')
 
 
 if __name__ == '__main__':
   trainer_flags.define_flags()
-  flags.DEFINE_integer('steps', 1000, 'Timed steps per runner.', lower_bound=1)
+  flags.DEFINE_integer('steps', 1000, 'Timed steps per runner and round.',
+                       lower_bound=1)
+  flags.DEFINE_integer('rounds', 5, 'Rounds over all runners.', lower_bound=1)
   FLAGS.set_default('augmentation', 'none')
   FLAGS.set_default('cache', True)
   FLAGS.set_default('num_cores', 1)

@@ -73,6 +73,13 @@ class FlagValidationTest(absltest.TestCase):
       fv = parse(f'--model={module}:model_fn', f'--input={module}:input_fn')
     self.assertEqual(fv.model, f'{module}:model_fn')
 
+  def test_profile_steps(self):
+    self.assertEqual(parse('--profile_steps=3,5').profile_steps, ['3', '5'])
+    for bad in ('3', '5,3', '3,x', '1,2,3'):
+      self.assert_rejected([f'--profile_steps={bad}'], '--profile_steps')
+    self.assert_rejected(['--profile_steps=30,40', '--train_steps=30'],
+                         '--profile_steps=30,40', '--train_steps=30')
+
   def test_bad_hidden_units(self):
     self.assert_rejected(['--mlp_hidden_units=128,x'], '--mlp_hidden_units')
 

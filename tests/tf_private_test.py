@@ -66,3 +66,21 @@ def test_summary_writer_init_ops_of_a_graph_writer(tmp_path):
     tf.summary.create_file_writer(str(tmp_path))
     ops = tf_private.summary_writer_init_ops()
   assert len(ops) == 1 and ops[0].type == 'CreateSummaryFileWriter'
+
+
+def test_fed_session_callable_runs_ops_and_returns_tensors():
+  graph = tf.Graph()
+  with graph.as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [None])
+    total = tf.compat.v1.get_variable('total', [],
+                                      initializer=tf.zeros_initializer())
+    add = total.assign_add(tf.reduce_sum(x))
+    doubled = 2.0 * x
+    init = tf.compat.v1.global_variables_initializer()
+  with tf.compat.v1.Session(graph=graph) as session:
+    session.run(init)
+    run = tf_private.fed_session_callable(session, [x], [add.op, doubled])
+    first = run([1.0, 2.0])
+    run([3.0])
+    assert len(first) == 1 and list(first[0]) == [2.0, 4.0]
+    assert session.run(total) == 6.0

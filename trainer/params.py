@@ -65,6 +65,7 @@ def params_from_flags(flag_values, validate=True):
   params['mlp_hidden_units'] = [int(u) for u in value['mlp_hidden_units']]
   params['resnet_depth'] = int(value['resnet_depth'])
   params['lr_decay_steps'] = [int(s) for s in value['lr_decay_steps']]
+  params['profile_steps'] = [int(s) for s in value['profile_steps']]
   params['export_dir'] = value['export_dir']
   params = with_model_dir(params, value['model_dir'])
   if validate:
@@ -173,6 +174,14 @@ def _check_slicing(params):
                      f'is smaller than --num_slices={k}.')
 
 
+def _check_profile_steps(params):
+  steps = params['profile_steps']
+  if steps and steps[0] >= params['train_steps']:
+    raise ValueError(f'--profile_steps={steps[0]},{steps[1]} starts at or '
+                     f'after --train_steps={params["train_steps"]}: nothing '
+                     'would be profiled.')
+
+
 # (flags a rule reads, check raising ValueError naming the flag at fault).
 RULES = (
     (('runner',), _check_runner),
@@ -186,6 +195,7 @@ RULES = (
     (('model', 'mlp_hidden_units'), _check_hidden_units),
     (('num_slices', 'slice', 'train_batch_size', 'num_cores', 'model',
       'mlp_hidden_units', 'num_classes'), _check_slicing),
+    (('profile_steps', 'train_steps'), _check_profile_steps),
 )
 
 

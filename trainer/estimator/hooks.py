@@ -5,11 +5,13 @@ TPU, one step on CPU). `LoopPolicyHook` hands the policy the step and loss
 after each and stops the session when it says so; `CheckpointSaverHook` is
 Estimator's own saver (initial save, saving listeners, the save at the end)
 saving when the policy says; `FiniteVariablesListener` has the policy check
-the variables before each save.
+the variables before each save; `ProfilerHook` writes the profile of
+--profile_steps.
 """
 
 import tensorflow as tf
 
+from trainer.compat import tf_private
 from trainer.guard import preemption
 
 _v1 = tf.compat.v1
@@ -100,3 +102,32 @@ class StopEvaluationOnSigtermHook(_v1.train.SessionRunHook):
 
   def before_run(self, run_context):
     preemption.raise_if_requested('(evaluation)', self._model_dir)
+
+
+class ProfilerHook(_v1.train.SessionRunHook):
+  """tf.profiler over --profile_steps (trainer/profiling.py), started and
+  stopped between session.runs; the global step comes from the read each
+  run fetches, so profiling adds no session.run."""
+
+  def __init__(self, window, steps_per_run):
+    self._window = window
+    self._steps_per_run = steps_per_run
+
+  def begin(self):
+    self._read = tf_private.global_step_read()
+
+  def after_create_session(self, session, coord):
+    del coord
+    self._window.before_steps(int(session.run(self._read)),
+                              self._steps_per_run)
+
+  def before_run(self, run_context):
+    return _v1.train.SessionRunArgs(self._read)
+
+  def after_run(self, run_context, run_values):
+    step = int(run_values.results) + self._steps_per_run
+    self._window.after_steps(step)
+    self._window.before_steps(step, self._steps_per_run)
+
+  def end(self, session):
+    self._window.stop(int(session.run(self._read)))

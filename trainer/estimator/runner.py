@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from trainer import controller
 from trainer import loop
+from trainer import profiling
 from trainer import serving
 from trainer import tpu_cluster
 from trainer.compat import estimator_calls
@@ -64,6 +65,8 @@ class EstimatorRunner:
         params=params,
         export_to_tpu=False)
     self._policy = loop.policy_for(params)
+    self._profile = profiling.StepWindow(params['model_dir'],
+                                         params.get('profile_steps'))
 
   def input_fn(self, mode):
     """The input_fn TPUEstimator is given for `mode` (params["mode"] set,
@@ -89,7 +92,13 @@ class EstimatorRunner:
         hooks=[hooks.LoopPolicyHook(policy, to_step),  # Before the saver.
                hooks.CheckpointSaverHook(
                    policy, self._params['model_dir'],
-                   listeners=[hooks.FiniteVariablesListener(policy)])])
+                   listeners=[hooks.FiniteVariablesListener(policy)]),
+               hooks.ProfilerHook(self._profile, self._steps_per_run())])
+
+  def _steps_per_run(self):
+    """Steps one session.run of TPUEstimator.train runs."""
+    return self._params['iterations_per_loop'] if self._params[
+        'use_tpu'] else 1
 
   def evaluate(self, steps):
     return self.estimator.evaluate(

@@ -9,7 +9,9 @@
 Takes the trainer's flags (model, precision, slicing, batch); builds the
 training graph at the per-core batch without running it (footprint.py) and
 reports bytes per component (report.py) and, per TPU generation, whether the
-peak fits and the largest per-core batch that does.
+peak fits and the largest per-core batch that does; and the host RAM the
+training input pipeline holds (shuffle buffer, cache, prefetched batches:
+host.py).
 """
 
 import json
@@ -22,6 +24,7 @@ import flags as trainer_flags
 from trainer import params as params_lib
 from trainer import registry
 from trainer.memory import footprint
+from trainer.memory import host
 from trainer.memory import report as report_lib
 from trainer.memory import xla
 
@@ -44,9 +47,12 @@ def define_memory_flags(flag_values=FLAGS):
 
 
 def report(model_fn, params):
-  """report_dict of one training step of model_fn under params."""
-  return report_lib.report_dict(
+  """report_dict of one training step of model_fn under params, with the
+  host RAM of its training input pipeline."""
+  result = report_lib.report_dict(
       footprint.footprint(model_fn, params), params)
+  result['host_input'] = host.input_pipeline(params)
+  return result
 
 
 def variants(params):

@@ -73,7 +73,23 @@ def format_text(report):
     lines.append(f'  {name:<4} {hbm:<14}'
                  f'    {"yes" if fit["fits"] else "no ":<4}  '
                  f'{fit["max_per_core_batch"]}')
+  if 'host_input' in report:
+    lines += _host_lines(report['host_input'])
   return '\n'.join(lines)
+
+
+def _host_lines(host):
+  """The host-RAM lines of one training input pipeline (host.py)."""
+  lines = [f'  host RAM of the training input pipeline ({host["path"]}'
+           + (f'; {host["records"]} records of {host["record_bytes"]:.0f} '
+              'bytes' if host['records'] else '') + ')']
+  names = {'shuffle_buffer_bytes': 'shuffle buffer', 'cache_bytes': 'cache',
+           'prefetch_bytes': 'prefetched batches', 'total_bytes': 'total',
+           'cache_build_bytes': '+ while the cache is built'}
+  for key, name in names.items():
+    if key != 'cache_build_bytes' or host[key]:
+      lines.append(f'  {name:<30}{_mib(host[key])}')
+  return lines
 
 
 def plot(reports, path, title):

@@ -65,13 +65,33 @@ class HostSession:
         'with host_call; initialise variables with initializers or '
         'tf.compat.v1.train.init_from_checkpoint.')
 
+  def at_step(self, values, step):
+    """From now on answers with `values` (id -> value) and global step
+    `step`, as a live session would as training goes on."""
+    self._values = values
+    self._global_step = lambda: step
+
   def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     del options, run_metadata
     if feed_dict:
       raise HookNeedsSessionError(
           f'{self._owner} feeds a tf.compat.v1.Session (feed_dict); the tf2 '
           'runner has none.')
-    return tf.nest.map_structure(self._value, fetches)
+    return map_fetches(self._value, fetches)
+
+
+def map_fetches(fn, fetches):
+  """tf.nest.map_structure(fn, fetches), quicker for the structures hooks
+  fetch (dicts, lists, tuples of tensors): the replay runs per step."""
+  kind = type(fetches)
+  if kind is dict:
+    return {key: map_fetches(fn, value) for key, value in fetches.items()}
+  if kind is list or kind is tuple:
+    return kind(map_fetches(fn, value) for value in fetches)
+  if fetches is None or isinstance(fetches, (tf.Tensor, tf.Variable,
+                                             tf.Operation)):
+    return fn(fetches)
+  return tf.nest.map_structure(fn, fetches)
 
 
 class _CollectionNoise(logging.Filter):
@@ -149,7 +169,8 @@ class HookRunner:
         hook.begin()
         context = _v1.train.SessionRunContext(
             original_args=_v1.train.SessionRunArgs(extra_fetches),
-            session=HostSession(hook, self._graph, {}, lambda: 0))
+            session=HostSession(hook, self._graph, {}, lambda: 0,
+                                self._step_reads))
         args = hook.before_run(context)
         if args is not None and args.feed_dict:
           raise HookNeedsSessionError(
@@ -217,28 +238,27 @@ class HookRunner:
     hook's session.run of the global step gives the step's end, as a real
     session would. Returns True if a hook requested a stop.
     """
+    del global_step  # Each step's value is known: first_step + offset.
     stop = False
+    # One session and fetch reader per hook for the whole loop.
+    sessions = [self._session(hook, None) for hook in self.hooks]
+    readers = [self._value_of(hook) for hook in self.hooks]
+    no_args = _v1.train.SessionRunArgs(None)  # The replay's original_args.
     for offset, values in enumerate(step_values):
       self._last = {key: values[i] for key, i in self._index.items()}
       step = first_step + offset
-
-      def before(step=step):  # session.run before the step: its start.
-        return step
-
-      def after(step=step):  # After the step: the updated global step.
-        return step + 1
-
-      for hook in self.hooks:
-        context = _v1.train.SessionRunContext(
-            original_args=_v1.train.SessionRunArgs(None),
-            session=self._session(hook, before))
+      for hook, session, read in zip(self.hooks, sessions, readers):
+        # session.run before the step gives its start, after it its end.
+        session.at_step(self._last, step)
+        context = _v1.train.SessionRunContext(original_args=no_args,
+                                              session=session)
         args = hook.before_run(context)
         results = None
         if args is not None:
-          results = tf.nest.map_structure(self._value_of(hook), args.fetches)
-        context = _v1.train.SessionRunContext(
-            original_args=context.original_args,
-            session=self._session(hook, after))
+          results = map_fetches(read, args.fetches)
+        session.at_step(self._last, step + 1)
+        context = _v1.train.SessionRunContext(original_args=no_args,
+                                              session=session)
         hook.after_run(context, _v1.train.SessionRunValues(
             results=results, options=None, run_metadata=None))
         stop = stop or context.stop_requested

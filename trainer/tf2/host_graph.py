@@ -9,6 +9,9 @@ that creates a summary writer gets one writer, one events file per run, and
 TF1 metric_fns (tf.compat.v1.metrics) work unchanged.
 """
 
+import collections
+from concurrent import futures
+
 import tensorflow as tf
 
 from trainer.compat import tf_private
@@ -62,9 +65,11 @@ class HostGraph:
     return dict(zip(flat_inputs, flat_values))
 
   def callable_for(self, fetches):
-    """A fast callable f(*flat_values) -> fetches, fed like `feed`."""
-    return self._session.make_callable(
-        fetches, feed_list=tf.nest.flatten(self._inputs))
+    """A fast callable f(*flat_values) that runs `fetches` (any structure of
+    ops and tensors), fed like `feed`, in one call into the C++ session;
+    returns the values of its tensors, flat."""
+    return tf_private.fed_session_callable(
+        self._session, tf.nest.flatten(self._inputs), tf.nest.flatten(fetches))
 
   def run(self, fetches, feed_dict=None):
     """Session.run of `fetches` (ops/tensors of this graph)."""
@@ -78,3 +83,36 @@ class HostGraph:
   def close(self):
     self.flush()
     self._session.close()
+
+
+class StepRunner:
+  """Runs a callable on each step's values of submitted loops, in order, on
+  one host thread while the caller goes on with the next loop (as
+  TPUEstimator's outfeed thread runs host_call while the TPU trains).
+
+  At most `max_pending` loops wait; `submit` and `wait` raise the first
+  error of a loop that ran.
+  """
+
+  def __init__(self, max_pending=2):
+    self._executor = futures.ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix='host_call')
+    self._pending = collections.deque()
+    self._max_pending = max_pending
+
+  def submit(self, fn, arrays):
+    """Will call fn(*[a[i] for a in arrays]) for every step i."""
+    while self._pending and (self._pending[0].done() or
+                             len(self._pending) >= self._max_pending):
+      self._pending.popleft().result()
+    self._pending.append(self._executor.submit(_each_step, fn, arrays))
+
+  def wait(self):
+    """Returns when every submitted loop has run."""
+    while self._pending:
+      self._pending.popleft().result()
+
+
+def _each_step(fn, arrays):
+  for i in range(arrays[0].shape[0]):
+    fn(*[a[i] for a in arrays])

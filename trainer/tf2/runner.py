@@ -103,6 +103,7 @@ class Tf2Runner:
         self.module, self.model_dir, params['model_dir'],
         params['keep_checkpoint_max'], self.strategy)
     self.stale = False  # Variables hold another state than training's.
+    self._global_step_variable = None
     self._training = train.Training(self, params['iterations_per_loop'],
                                     loop.policy_for(params))
     self._evaluation = evaluate.Evaluation(self)
@@ -110,7 +111,10 @@ class Tf2Runner:
   # -- the controller's Runner ------------------------------------------
 
   def global_step(self):
-    variable = self.module.variables_by_name().get('global_step')
+    variable = self._global_step_variable
+    if variable is None:  # Looked up once it exists (a walk of the module).
+      variable = self.module.variables_by_name().get('global_step')
+      self._global_step_variable = variable
     if variable is not None and not self.stale:
       return int(variable.numpy())
     return controller.latest_checkpoint_step(self._params['model_dir']) or 0

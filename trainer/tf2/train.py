@@ -7,9 +7,10 @@ tf.function call (an explicit tf.while_loop), with the replica step
 XLA-compiled when chosen (strategy.choose_jit). Each train() call runs the
 input_fn anew, as Estimator does. After each loop, on the host:
   * host_call runs on the tensors of every step gathered from all replicas,
-    as TPUEstimator does (host_graph.py); reads of the global step in the
-    model_fn give the step's value before its update, as in TF1, so
-    summaries land at TPUEstimator's steps;
+    as TPUEstimator does (host_graph.py), on a host thread while the next
+    loop runs (TPUEstimator's outfeed thread), all done when train() ends;
+    reads of the global step in the model_fn give the step's value before
+    its update, as in TF1, so summaries land at TPUEstimator's steps;
   * SessionRunHooks (the call's, the spec's training_hooks and Estimator's
     own loss / global_step/sec summary hooks) see each step's fetches
     (hooks.py), from the first replica;
@@ -29,6 +30,7 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
+from trainer import profiling
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import tf_private
 from absl import logging
@@ -59,10 +61,13 @@ class Training:
     self._host_call = None  # (fn, tensors) recorded while tracing.
     self._host_graph = None
     self._host_step = None
+    self._host_steps = None  # host_graph.StepRunner of the host_call.
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
     self._checks = graph_check.Recorder()
     self._hook_steps = None  # Steps per loop user hooks impose, if any.
+    self._profile = profiling.StepWindow(  # --profile_steps, per loop.
+        runner.model_dir, runner._params.get('profile_steps'))  # pylint: disable=protected-access
 
   def _replica_step(self, features, labels):
     runner = self._runner
@@ -204,22 +209,30 @@ class Training:
       self._host_graph = host_graph.HostGraph(fn, specs)
       self._host_step = self._host_graph.callable_for(
           self._host_graph.outputs)
-    for i in range(host_values[0].shape[0]):
-      self._host_step(*[v[i] for v in host_values])
+      self._host_steps = host_graph.StepRunner()
+    self._host_steps.submit(self._host_step, host_values)
+
+  def _finish_host_calls(self):
+    """Waits for the host_call of every loop so far; flushes its writers."""
+    if self._host_graph is not None:
+      self._host_steps.wait()
+      self._host_graph.flush()
 
   def _run_loop(self, num_steps):
     """One loop of up to `num_steps` steps; (losses of the steps run,
     whether a hook asked to stop). Fewer losses: the input ended."""
     first_step = self._runner.global_step()
+    self._profile.before_steps(first_step, num_steps)
     with self._scope():
       losses, host_values, hook_values = self._loop(self._iterator,
                                                     tf.constant(num_steps))
     losses = losses.numpy()
+    self._profile.after_steps(self._runner.global_step())
     self._run_host_calls([v.numpy() for v in host_values])
     stop = False
     if self._hooks:
       arrays = [x.numpy() for x in hook_values]
-      per_step = [[v[i] for v in arrays] for i in range(len(losses))]
+      per_step = [[a[i] for a in arrays] for i in range(len(losses))]
       stop = self._hooks.after_steps(per_step, first_step,
                                      self._runner.global_step)
     return losses, stop
@@ -237,8 +250,10 @@ class Training:
       loop_losses, _ = self._run_loop(n)
       losses.extend(loop_losses.tolist())
       if len(loop_losses) < n:
+        self._finish_host_calls()
         raise ValueError(f'The input ended after {len(losses)} of '
                          f'{num_steps} steps.')
+    self._finish_host_calls()
     return np.array(losses, dtype=np.float32)
 
   def _save(self, step, policy, listeners):
@@ -292,5 +307,5 @@ class Training:
     if self._hooks:
       self._hooks.end(runner.global_step)
     listeners.end(step)
-    if self._host_graph is not None:
-      self._host_graph.flush()
+    self._profile.stop(runner.global_step())
+    self._finish_host_calls()
