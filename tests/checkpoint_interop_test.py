@@ -14,8 +14,6 @@ from model_fn import models
 from tests import testutil
 from trainer import runners
 
-pytestmark = testutil.requires_estimator
-
 TOLERANCE = 1e-5
 
 
@@ -41,6 +39,7 @@ def _assert_close(got, want, tolerance=TOLERANCE):
                                err_msg=name)
 
 
+@testutil.requires_estimator
 def test_estimator_to_tf2_and_back_to_estimator_reference(tmp_path):
   first = _runner('estimator', tmp_path / 'a')
   first.train(50)
@@ -61,6 +60,7 @@ def test_estimator_to_tf2_and_back_to_estimator_reference(tmp_path):
                 _checkpoint_values(tmp_path / 'b'))
 
 
+@testutil.requires_estimator
 def test_tf2_to_estimator_and_estimator_evaluates_tf2_checkpoint(tmp_path):
   tf2 = _runner('tf2', tmp_path / 'a')
   tf2.train(50)

@@ -1,16 +1,13 @@
-"""The entry point as users run it: python -m trainer.main FLAGS."""
+"""The entry point as users run it: python -m trainer.main FLAGS, under the
+lane's default runner (Estimator where it exists, the tf2 runner elsewhere)."""
 
 import json
 import os
 import re
-import socket
-import time
 
 import tensorflow as tf
 
 from tests import testutil
-
-pytestmark = testutil.requires_estimator
 
 
 def _metrics(stdout):
@@ -71,18 +68,12 @@ def test_bad_flag_fails_before_training(tmp_path):
   assert not os.listdir(tmp_path)
 
 
-def _closed_port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
-def test_unreachable_tpu_fails_fast_naming_the_flag(tmp_path):
-  tpu = f'grpc://127.0.0.1:{_closed_port()}'
-  start = time.monotonic()
-  result = testutil.run_main([f'--tpu={tpu}', f'--model_dir={tmp_path}'],
-                             timeout=120)
-  assert time.monotonic() - start < 60
+def test_unreachable_tpu_fails_naming_the_flag(tmp_path):
+  with testutil.closed_port() as port:
+    tpu = f'grpc://127.0.0.1:{port}'
+    result = testutil.run_main([f'--tpu={tpu}', f'--model_dir={tmp_path}'])
   assert result.returncode != 0
   assert f'--tpu={tpu}' in result.stderr
   assert 'not reachable' in result.stderr
+  assert 'Traceback' not in result.stderr
+  assert not os.listdir(tmp_path)  # Failed before anything was written.
