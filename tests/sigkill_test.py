@@ -19,12 +19,12 @@ import tensorflow as tf
 from tests import testutil
 
 KILLS = 10
-SAVE_EVERY = 20
+SAVE_EVERY = 10
 # Each killed run trains 1 to MAX_ADVANCE steps past where it restarted (plus
 # what runs between the log line and the kill): across 0 to 3 checkpoint
 # steps, and all kills together far from the end.
 MAX_ADVANCE = 3 * SAVE_EVERY
-TRAIN_STEPS = 1000
+TRAIN_STEPS = 500
 
 
 def _restored_step(log_path):
