@@ -8,7 +8,6 @@ import sys
 import time
 
 import numpy as np
-import tensorflow as tf
 
 from tests import testutil
 
@@ -85,12 +84,6 @@ def _run_workers(tmp_path, model_dir):
   return results
 
 
-def _weights(model_dir):
-  path = tf.train.latest_checkpoint(model_dir)
-  reader = tf.train.load_checkpoint(path)
-  return {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(path)}
-
-
 def test_two_workers_read_own_shards_and_end_identical(tmp_path):
   (tmp_path / 'shard_input.py').write_text(SHARD_INPUT)
   for attempt in range(ATTEMPTS):
@@ -113,8 +106,8 @@ def test_two_workers_read_own_shards_and_end_identical(tmp_path):
   assert sorted(shards[0] + shards[1]) == [
       f'train-0000{i}-of-00004' for i in range(4)]
 
-  chief = _weights(str(model_dir))
-  other = _weights(str(model_dir / 'worker-1'))
+  chief = testutil.checkpoint_values(model_dir)
+  other = testutil.checkpoint_values(model_dir / 'worker-1')
   assert chief['global_step'] == other['global_step'] == 10
   assert chief.keys() == other.keys()
   for name in chief:

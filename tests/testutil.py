@@ -152,6 +152,14 @@ def variable_name(variable):
   return variable.name.split(':')[0]
 
 
+def checkpoint_values(model_dir):
+  """{name: value} of every tensor in model_dir's latest checkpoint."""
+  path = tf.train.latest_checkpoint(str(model_dir))
+  reader = tf.train.load_checkpoint(path)
+  return {name: reader.get_tensor(name)
+          for name, _ in tf.train.list_variables(path)}
+
+
 def latest_step(model_dir):
   """global_step of model_dir's latest checkpoint (None if there is none)."""
   return controller.latest_checkpoint_step(model_dir)
