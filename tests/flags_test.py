@@ -33,12 +33,19 @@ class FlagValidationTest(absltest.TestCase):
     self.assertEqual(fv.mode, 'train_and_evaluate')
 
   def test_global_batch_not_divisible_by_cores(self):
-    self.assert_rejected(['--train_batch_size=100', '--num_cores=8'],
+    self.assert_rejected(['--train_batch_size=100', '--num_cores=8',
+                          '--tpu=grpc://10.0.0.2:8470'],
                          '--train_batch_size', '--num_cores')
 
   def test_eval_batch_not_divisible_by_cores(self):
-    self.assert_rejected(['--eval_batch_size=12', '--num_cores=8'],
+    self.assert_rejected(['--eval_batch_size=12', '--num_cores=8',
+                          '--tpu=grpc://10.0.0.2:8470'],
                          '--eval_batch_size')
+
+  def test_num_cores_splits_batches_only_on_tpu(self):
+    fv = parse('--train_batch_size=100', '--eval_batch_size=12',
+               '--num_cores=8')  # CPU: the runners split over replicas.
+    self.assertEqual(fv.train_batch_size, 100)
 
   def test_non_positive_steps(self):
     self.assert_rejected(['--train_steps=0'], 'train_steps')

@@ -5,12 +5,14 @@ same metrics under both runners (EMA shadow weights included)."""
 
 import glob
 import os
+import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests import testutil
+from tests.legacy import bert_classifier
 from tests.legacy import digits_cnn
 from tests.legacy import ema_model
 from tests.legacy import keras_estimator
@@ -135,3 +137,46 @@ def test_estimator_spec_metric_ops_and_hooks(tmp_path):
   events = glob.glob(os.path.join(params['model_dir'], 'eval',
                                   'events.out.tfevents.*'))
   assert events  # Written to model_dir/eval as Estimator does.
+
+
+def _bert_runner(kind, model_dir):
+  model_fn = bert_classifier.model_fn_builder(
+      num_labels=2, init_checkpoint=None, learning_rate=5e-3,
+      num_train_steps=20, num_warmup_steps=4, use_tpu=False)
+  input_fn = bert_classifier.input_fn_builder(
+      is_training=True, seq_length=16, drop_remainder=True)
+  params = testutil.base_params(
+      model_dir=str(model_dir), iterations_per_loop=10, train_steps=20,
+      save_checkpoints_steps=20, train_batch_size=32)
+  return _runner(kind, params, model_fn, input_fn)
+
+
+def test_bert_style_classifier_trains_under_tf2(tmp_path):
+  runner = _bert_runner('tf2', tmp_path / 'tf2')
+  runner.train(20)
+  values = runner.variables()
+  # Slots made by get_variable inside apply_gradients, named from param.name.
+  assert 'bert/embeddings/word_embeddings/adam_m' in values
+  first = tf.train.load_checkpoint(str(tmp_path / 'tf2' / 'model.ckpt-0'))
+  assert not np.array_equal(first.get_tensor('output_weights'),
+                            values['output_weights'])
+  assert testutil.latest_step(str(tmp_path / 'tf2')) == 20
+
+
+@testutil.requires_estimator
+def test_bert_style_classifier_same_weights_under_both_runners(tmp_path):
+  """From one initial checkpoint, with the input_fn's unseeded shuffle and
+  the model_fn's dropout, both runners reach the same weights."""
+  tf2 = _bert_runner('tf2', tmp_path / 'tf2')
+  tf2.train(20)
+  start = tmp_path / 'estimator'
+  start.mkdir()
+  for path in glob.glob(str(tmp_path / 'tf2' / 'model.ckpt-0.*')):
+    shutil.copy(path, start)
+  with open(start / 'checkpoint', 'w') as f:
+    f.write('model_checkpoint_path: "model.ckpt-0"\n')
+  _bert_runner('estimator', start).train(20)
+  expected = tf.train.load_checkpoint(str(start / 'model.ckpt-20'))
+  for name, value in tf2.variables().items():
+    np.testing.assert_allclose(value, expected.get_tensor(name), rtol=1e-5,
+                               atol=1e-6, err_msg=name)

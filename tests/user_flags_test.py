@@ -8,6 +8,7 @@ import pytest
 
 import flags as trainer_flags
 from tests import testutil
+from trainer import params as params_lib
 from trainer import user_flags
 
 # The way tensorflow/tpu's mnist_tpu.py starts: flags at import, several
@@ -66,7 +67,8 @@ def test_the_trainer_still_checks_what_it_uses():
   fv = _module_flags(module)
   user_flags.define_shared(trainer_flags.define_flags, fv)
   with pytest.raises(flags.IllegalFlagValueError, match='--mode=.*shared'):
-    fv(['prog'])  # efficientnet's default mode is not one of the trainer's.
+    # efficientnet's mode, not one of the trainer's, set on the command line.
+    fv(['prog', '--mode=train_and_eval'])
   fv = _module_flags(module)
   user_flags.define_shared(trainer_flags.define_flags, fv)
   fv(['prog', '--mode=train'])  # --optimizer is the built-in models' only.
@@ -75,6 +77,31 @@ def test_the_trainer_still_checks_what_it_uses():
   user_flags.define_shared(trainer_flags.define_flags, fv)
   with pytest.raises(flags.IllegalFlagValueError, match='train_steps'):
     fv(['prog', '--mode=train', '--train_steps=0'])  # Trainer's bound.
+
+
+def test_unset_module_defaults_the_trainer_cannot_use_leave_its_own():
+  def module(fv):  # As resnet_main.py and common_hparams_flags define them.
+    flags.DEFINE_string('mode', 'train_and_eval', 'theirs', flag_values=fv)
+    flags.DEFINE_integer('train_batch_size', None, 'theirs', flag_values=fv)
+    flags.DEFINE_integer('train_steps', None, 'theirs', flag_values=fv)
+  fv = _module_flags(module)
+  user_flags.define_shared(trainer_flags.define_flags, fv)
+  fv(['prog', '--train_steps=40'])
+  params = params_lib.params_from_flags(fv)
+  assert fv.mode == 'train_and_eval'  # What the module reads is untouched.
+  assert params['mode'] == 'train_and_evaluate'  # The trainer's defaults.
+  assert params['train_batch_size'] == 128
+  assert params['train_steps'] == 40  # Set: the one value both read.
+
+
+def test_builtin_only_flag_of_another_type_is_the_modules():
+  def module(fv):  # resnet_main.py: --resnet_depth is an int there.
+    flags.DEFINE_integer('resnet_depth', None, 'theirs', flag_values=fv)
+  fv = _module_flags(module)
+  user_flags.define_shared(trainer_flags.define_flags, fv)
+  fv(['prog', '--resnet_depth=152'])
+  assert fv.resnet_depth == 152  # Not one of the built-in ResNet's depths.
+  assert params_lib.params_from_flags(fv)['resnet_depth'] == 50
 
 
 def test_another_value_type_is_an_error_naming_both():

@@ -31,6 +31,18 @@ _PLAIN_KEYS = (
 )
 
 
+# Trainer flags a model module defines too (trainer/user_flags.py fills
+# these before parsing), {name: the trainer's default}:
+#  * YIELDED_TO_MODULES: built-in-only flags the module defines with another
+#    value type; the name is the module's, params keep the trainer's default;
+#  * SHARED_WITH_MODULES: one flag for both, {name: (default, accepts)};
+#    where it is not on the command line and the module's default is None
+#    or not a value the trainer accepts (resnet_main's --train_batch_size
+#    None, --mode train_and_eval), the trainer's default.
+YIELDED_TO_MODULES = {}
+SHARED_WITH_MODULES = {}
+
+
 def params_from_flags(flag_values, validate=True):
   """The params dict of parsed `flag_values` (absl FlagValues), validated.
 
@@ -38,6 +50,11 @@ def params_from_flags(flag_values, validate=True):
   chooses one (with_model_dir). Raises ValueError naming the flag at fault.
   """
   value = {name: flag_values[name].value for name in flag_values}
+  value.update(YIELDED_TO_MODULES)
+  for name, (default, accepts) in SHARED_WITH_MODULES.items():
+    if not flag_values[name].present and (
+        value[name] is None or not accepts(value[name])):
+      value[name] = default
   params = {key: value[key] for key in _PLAIN_KEYS}
   params['use_tpu'] = (bool(value['tpu']) if value['use_tpu'] is None
                        else bool(value['use_tpu']))
@@ -76,6 +93,10 @@ def _check_runner(params):
 
 
 def _check_batches(params):
+  """On TPU the global batches split over --num_cores (elsewhere the
+  runners split them over their replicas and say so)."""
+  if not params['use_tpu']:
+    return
   for key in ('train_batch_size', 'eval_batch_size'):
     if params[key] % params['num_cores']:
       raise ValueError(f'--{key}={params[key]} is a global batch and must be '
@@ -129,7 +150,8 @@ def _check_slicing(params):
 # (flags a rule reads, check raising ValueError naming the flag at fault).
 RULES = (
     (('runner',), _check_runner),
-    (('train_batch_size', 'eval_batch_size', 'num_cores'), _check_batches),
+    (('train_batch_size', 'eval_batch_size', 'num_cores', 'use_tpu', 'tpu'),
+     _check_batches),
     (('use_tpu', 'tpu'), _check_use_tpu),
     (('warmup_steps', 'train_steps'), _check_warmup),
     (('lr_schedule', 'lr_decay_steps'), _check_piecewise),

@@ -13,9 +13,16 @@ parses the command line, then defines its own flags by one rule:
     (default, help) stands, and the trainer reads the same value, checked
     with the trainer's own bounds or choices where the trainer uses it
     (e.g. --mode must be one of the trainer's modes; --optimizer is checked
-    only for the built-in models, which are the only ones reading it);
+    only for the built-in models, which are the only ones reading it).
+    Unset on the command line, a module default that is None or that the
+    trainer does not accept (resnet_main's --mode=train_and_eval) leaves
+    the trainer its own default;
   * the same name with another value type is an error naming both
-    definitions (FlagClashError), before anything runs.
+    definitions (FlagClashError), before anything runs, unless only the
+    built-in models and inputs read the trainer's flag (BUILTIN_ONLY:
+    resnet_main.py's int --resnet_depth against the built-in ResNet's enum):
+    then the module's flag takes the name, the command line sets the
+    module's, and params keep the trainer's default (logged).
 
 A module that fails to import is reported later, by the entry point's own
 resolution of the flag, naming it.
@@ -24,6 +31,7 @@ resolution of the flag, naming it.
 from absl import flags
 from absl import logging
 
+from trainer import params as params_lib
 from trainer import registry
 
 MODULE_FLAGS = ('model', 'input', 'eval_input', 'predict_input',
@@ -38,6 +46,7 @@ BUILTIN_ONLY = frozenset((
     'momentum', 'weight_decay', 'label_smoothing'))
 _VALUE_TYPES = {'string enum': 'string', 'enum class': 'string'}
 SHARED = {}  # {flag name: defining module} of the last define_shared.
+YIELDED = {}  # {flag name: defining module}: built-in-only names taken.
 
 
 class FlagClashError(ValueError):
@@ -87,12 +96,25 @@ def _describe(flag_values, name):
           f'{flag.default!r})')
 
 
-def _checked_by_trainer(ours, shared_by):
-  """A validator: the shared flag's value passes the trainer's own parser
-  (bounds, choices)."""
+def _accepts(ours):
+  """Whether the trainer's flag `ours` accepts a value (bounds, choices)."""
+
+  def accepts(value):
+    try:
+      ours.parser.parse(value)
+    except (ValueError, TypeError):
+      return False
+    return True
+
+  return accepts
+
+
+def _checked_by_trainer(ours, theirs, shared_by):
+  """A validator: the shared flag's value, when set, passes the trainer's
+  own parser (bounds, choices)."""
 
   def check(value):
-    if value is None:
+    if value is None or not theirs.present:
       return True
     try:
       ours.parser.parse(value)
@@ -110,7 +132,9 @@ def define_shared(define_flags, flag_values=flags.FLAGS):
   {name: module} of the flags it shares with modules."""
   scratch = flags.FlagValues()
   define_flags(scratch, validate_on=flag_values)
-  shared = {}
+  shared, yielded = {}, {}
+  params_lib.YIELDED_TO_MODULES.clear()
+  params_lib.SHARED_WITH_MODULES.clear()
   for name in list(scratch):
     ours = scratch[name]
     if name not in flag_values:
@@ -118,18 +142,25 @@ def define_shared(define_flags, flag_values=flags.FLAGS):
       flag_values.register_flag_by_module('flags', ours)
       continue
     theirs = flag_values[name]
+    if _value_type(theirs) != _value_type(ours) and name in BUILTIN_ONLY:
+      yielded[name] = flag_values.find_module_defining_flag(name, default='?')
+      params_lib.YIELDED_TO_MODULES[name] = ours.value
+      continue
     if _value_type(theirs) != _value_type(ours):
       raise FlagClashError(
           f'--{name}: {_describe(flag_values, name)}, and the trainer '
           f'defines it as {ours.flag_type()}: rename one of them.')
     module = flag_values.find_module_defining_flag(name, default='?')
     shared[name] = module
+    params_lib.SHARED_WITH_MODULES[name] = (ours.value, _accepts(ours))
     theirs.validators.extend(ours.validators)
     if name not in BUILTIN_ONLY:
-      flags.register_validator(name, _checked_by_trainer(ours, module),
+      flags.register_validator(name, _checked_by_trainer(ours, theirs, module),
                                flag_values=flag_values)
   SHARED.clear()
   SHARED.update(shared)
+  YIELDED.clear()
+  YIELDED.update(yielded)
   return shared
 
 
@@ -138,6 +169,10 @@ def log_shared():
   if SHARED:
     logging.info('Flags shared with model modules: %s.', ', '.join(
         f'--{n} ({m})' for n, m in sorted(SHARED.items())))
+  for name, module in sorted(YIELDED.items()):
+    logging.info('--%s is %s\'s (another type than the trainer\'s); the '
+                 'built-in models\' --%s keeps its default %r.', name, module,
+                 name, params_lib.YIELDED_TO_MODULES[name])
 
 
 def define_all(argv, define_flags, flag_values=flags.FLAGS):

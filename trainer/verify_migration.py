@@ -92,7 +92,7 @@ def _run_estimator(params, model_fn, input_fn, steps):
   runner = runners.make_runner(dict(params, runner='estimator'), model_fn,
                                input_fn)
   recorder = _StepRecorder()
-  runner.estimator.train(controller.input_fn_for_mode(input_fn, 'train'),
+  runner.estimator.train(runner.input_fn('train'),
                          max_steps=steps, hooks=[recorder])
   return recorder.losses, recorder.weights
 

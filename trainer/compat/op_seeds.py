@@ -10,6 +10,9 @@ alike; its kernel then continues its stream step after step as in TF1, so
 both runners draw the same numbers for the same op and step (without XLA,
 which has its own generators).
 
+`input_fn_op_seeds()` does the same for an input_fn (an unseeded
+`shuffle`, random augmentation), so both runners read the same batches.
+
 Left as TF makes them: ops with an explicit seed, everything when no graph
 seed is set, and variable initializers (run once; eager under the tf2
 runner, under `.../Initializer` in a graph), which do not count. On a
@@ -51,11 +54,13 @@ def _get_seed(op_seed):
   graph_seed, _ = _ORIGINAL_GET_SEED(None)
   if counter is None or op_seed is not None or graph_seed is None:
     return _ORIGINAL_GET_SEED(op_seed)
+  namespace, eager = _local.kind
   scope = tf.compat.v1.get_default_graph().get_name_scope()
-  if context.executing_eagerly() or '/Initializer' in '/' + scope:
+  if (context.executing_eagerly() and not eager) or (
+      '/Initializer' in '/' + scope):
     return _ORIGINAL_GET_SEED(op_seed)
   counter[0] += 1
-  key = f'random-op-{counter[0]}'
+  key = f'{namespace}-{counter[0]}'
   replica = _replica_id()
   if replica:
     key += f'-replica-{replica}'
@@ -63,11 +68,14 @@ def _get_seed(op_seed):
 
 
 @contextlib.contextmanager
-def derived_op_seeds():
-  """Random ops made in this thread within the block get derived seeds."""
+def derived_op_seeds(namespace='random-op', eager=False):
+  """Random ops made in this thread within the block get derived seeds
+  crc32(f'{namespace}-{k}'); eager ones too if `eager` (an input_fn, which
+  the tf2 runner calls eagerly and Estimator in a graph)."""
   global _depth
-  outer = getattr(_local, 'counter', None)
+  outer = getattr(_local, 'counter', None), getattr(_local, 'kind', None)
   _local.counter = [0]
+  _local.kind = (namespace, eager)
   with _lock:
     if _depth == 0:
       random_seed.get_seed = _get_seed
@@ -75,8 +83,13 @@ def derived_op_seeds():
   try:
     yield
   finally:
-    _local.counter = outer
+    _local.counter, _local.kind = outer
     with _lock:
       _depth -= 1
       if _depth == 0:
         random_seed.get_seed = _ORIGINAL_GET_SEED
+
+
+def input_fn_op_seeds():
+  """derived_op_seeds() for an input_fn call: same data under both runners."""
+  return derived_op_seeds('input-random-op', eager=True)

@@ -14,6 +14,9 @@ behave as in a TF1 Graph again:
     `ExponentialMovingAverage.variables_to_restore()`, slot naming and
     checkpoint maps); each replica copy of a distributed variable answers
     with the name of the variable it belongs to, as in a TF1 checkpoint;
+  * `variable.initializer` of such a variable is a no-op (it was
+    initialised when made), so `global_variables_initializer()` builds, and
+    `only_initializers(op)` tells a Scaffold init_op of nothing else;
   * a `tf.compat.v1.train.Saver` built inside a traced function records its
     arguments and builds nothing, so no save or restore op runs inside the
     training step; `eager_saver(saver)` builds the real one afterwards;
@@ -53,6 +56,7 @@ _Variable = resource_variable_ops.BaseResourceVariable
 _ORIGINAL_OP = _Variable.op
 _ORIGINAL_SAVER_INIT = _Saver.__init__
 _ORIGINAL_READ = _Variable._read_variable_op  # pylint: disable=protected-access
+_ORIGINAL_INITIALIZER = _Variable.initializer
 
 _lock = threading.Lock()
 _depth = 0
@@ -91,6 +95,31 @@ def _variable_op(variable):
   # An eager or lifted variable: its handle is eager, or a placeholder
   # captured by the function being traced (named like `w_29`).
   return VariableOp(variable)
+
+
+def _variable_initializer(variable):
+  # pylint: disable=protected-access
+  if variable._in_graph_mode or tf.executing_eagerly():
+    return _ORIGINAL_INITIALIZER.fget(variable)
+  # Initialised when it was made: nothing left to run, as a no-op.
+  return tf.no_op(name=variable._shared_name + '/Assign')
+
+
+def only_initializers(op):
+  """True if running `op` would only initialise variables made outside the
+  graph (a Scaffold's usual init_op, `tf.group(global_variables_initializer(),
+  local_variables_initializer())`): it is made of no-ops alone."""
+  seen, pending = set(), [op]
+  while pending:
+    current = pending.pop()
+    if id(current) in seen:
+      continue
+    seen.add(id(current))
+    if current.type != 'NoOp':
+      return False
+    pending.extend(current.control_inputs)
+    pending.extend(tensor.op for tensor in current.inputs)
+  return True
 
 
 def _saver_init(self, var_list=None, *args, **kwargs):
@@ -183,6 +212,7 @@ def _install():
   _saved_equality = tf.Tensor._USE_EQUALITY  # pylint: disable=protected-access
   tf.compat.v1.disable_tensor_equality()
   _Variable.op = property(_variable_op)
+  _Variable.initializer = property(_variable_initializer)
   _Variable._read_variable_op = _read_variable_op  # pylint: disable=protected-access
   _Saver.__init__ = _saver_init
   basic_session_run_hooks._as_graph_element = _as_graph_element  # pylint: disable=protected-access
@@ -193,6 +223,7 @@ def _install():
 
 def _uninstall():
   _Variable.op = _ORIGINAL_OP
+  _Variable.initializer = _ORIGINAL_INITIALIZER
   _Variable._read_variable_op = _ORIGINAL_READ  # pylint: disable=protected-access
   _Saver.__init__ = _ORIGINAL_SAVER_INIT
   basic_session_run_hooks._as_graph_element = _ORIGINAL_AS_GRAPH_ELEMENT  # pylint: disable=protected-access

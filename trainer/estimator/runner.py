@@ -65,8 +65,16 @@ class EstimatorRunner:
         export_to_tpu=False)
     self._policy = loop.policy_for(params)
 
-  def _input(self, mode):
-    return controller.input_fn_for_mode(self._input_fns[mode], mode)
+  def input_fn(self, mode):
+    """The input_fn TPUEstimator is given for `mode` (params["mode"] set,
+    random ops seeded as under the tf2 runner)."""
+    input_fn = controller.input_fn_for_mode(self._input_fns[mode], mode)
+
+    def seeded_input_fn(params):  # Named `params`, as TPUEstimator wants.
+      with op_seeds.input_fn_op_seeds():
+        return input_fn(params)
+
+    return seeded_input_fn
 
   def global_step(self):
     return controller.latest_checkpoint_step(self._params['model_dir']) or 0
@@ -77,7 +85,7 @@ class EstimatorRunner:
   def train(self, to_step):
     policy = self._policy
     self.estimator.train(
-        self._input('train'), max_steps=to_step,
+        self.input_fn('train'), max_steps=to_step,
         hooks=[hooks.LoopPolicyHook(policy, to_step),  # Before the saver.
                hooks.CheckpointSaverHook(
                    policy, self._params['model_dir'],
@@ -85,11 +93,11 @@ class EstimatorRunner:
 
   def evaluate(self, steps):
     return self.estimator.evaluate(
-        self._input('eval'), steps=steps,
+        self.input_fn('eval'), steps=steps,
         hooks=[hooks.StopEvaluationOnSigtermHook(self._params['model_dir'])])
 
   def predict(self):
-    return self.estimator.predict(self._input('infer'),
+    return self.estimator.predict(self.input_fn('infer'),
                                   yield_single_examples=True)
 
   def export(self, export_dir):

@@ -18,6 +18,9 @@ HookNeedsSessionError naming the hook, before training starts where the
 hook asks in `begin`/`after_create_session`.
 """
 
+import contextlib
+import logging
+
 import tensorflow as tf
 
 from trainer.compat import tf1_semantics
@@ -71,6 +74,26 @@ class HostSession:
     return tf.nest.map_structure(self._value, fetches)
 
 
+class _CollectionNoise(logging.Filter):
+  """Drops meta_graph's warnings that collections of variables made outside
+  the graph cannot be serialised: a SummarySaverHook writes the traced graph
+  when it begins, whose collections hold such variables (harmless)."""
+
+  def filter(self, record):
+    return not record.getMessage().startswith(
+        'Issue encountered when serializing')
+
+
+@contextlib.contextmanager
+def _quiet_collection_noise():
+  noise = _CollectionNoise()
+  tf.get_logger().addFilter(noise)
+  try:
+    yield
+  finally:
+    tf.get_logger().removeFilter(noise)
+
+
 def placeholders_like(tensors):
   """Zeros with the dtypes (and static sizes, unknown ones 0) of `tensors`:
   what replicas other than the first output where the first outputs its
@@ -120,7 +143,9 @@ class HookRunner:
     self._index, self._tensors, self._fetches = {}, [], []
     self._step_reads = [id(t) for t in self._graph.get_collection(
         _GLOBAL_STEP_READ_KEY)]
-    with tf1_semantics.graph_semantics():
+    global_step = _v1.train.get_global_step()
+    step_read = self._graph.get_collection(_GLOBAL_STEP_READ_KEY)
+    with tf1_semantics.graph_semantics(), _quiet_collection_noise():
       for hook in self.hooks:
         hook.begin()
         context = _v1.train.SessionRunContext(
@@ -132,7 +157,9 @@ class HookRunner:
         for fetch in flat:
           if id(fetch) in self._index:
             continue
-          if isinstance(fetch, tf.Variable):
+          if fetch is global_step and step_read:
+            tensor = step_read[0]  # Read before the step's update, as TF1.
+          elif isinstance(fetch, tf.Variable):
             tensor = fetch.read_value()
           elif isinstance(fetch, tf.Tensor):
             tensor = fetch
@@ -148,7 +175,8 @@ class HookRunner:
     (timers restart)."""
     from trainer.tf2 import model_fn_adapter  # pylint: disable=g-import-not-at-top
     with self._graph.as_default(), model_fn_adapter.fresh_collections(
-        self._collections), tf1_semantics.graph_semantics():
+        self._collections), tf1_semantics.graph_semantics(), (
+            _quiet_collection_noise()):
       for hook in self.hooks:
         hook.begin()
 

@@ -34,6 +34,7 @@ from trainer import controller
 from trainer import loop
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import estimator_calls
+from trainer.compat import op_seeds
 from trainer.tf2 import evaluate
 from trainer.tf2 import export
 from trainer.tf2 import input_context
@@ -216,8 +217,9 @@ class Tf2Runner:
         params['mode'] = mode  # The trainer's input_fn contract.
       params['batch_size'] = context.get_per_replica_batch_size(global_batch)
       params['context'] = input_context.TPUInputContext(context, host)
-      return estimator_calls.call_input_fn(input_fn, mode, params,
-                                           self.config, params['context'])
+      with op_seeds.input_fn_op_seeds():  # The estimator runner's seeds.
+        return estimator_calls.call_input_fn(input_fn, mode, params,
+                                             self.config, params['context'])
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 

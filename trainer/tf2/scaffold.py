@@ -55,7 +55,8 @@ def load(scaffold, checkpoint_path, default_restore, global_step):
   if scaffold is None:
     return None
   init_op = getattr(scaffold, 'init_op', None)
-  if init_op is not None and not _ran_eagerly(init_op):
+  if init_op is not None and not _ran_eagerly(init_op) and (
+      not tf1_semantics.only_initializers(init_op)):
     raise ScaffoldError(
         'Scaffold.init_op was built inside the model_fn, where the tf2 '
         'runner cannot run it on its own: initialise with the variables\' '

@@ -51,6 +51,7 @@ class Training:
     self._host_step = None
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
+    self._hook_steps = None  # Steps per loop user hooks impose, if any.
 
   def _replica_step(self, features, labels):
     runner = self._runner
@@ -85,10 +86,14 @@ class Training:
           spec.loss, runner.model_dir, params.get('save_summary_steps', 100),
           params.get('log_step_count_steps', 100),
           compiled=runner.jit or runner.strategy_kind == 'tpu')
-      hook_runner = hooks_lib.HookRunner(
-          default_hooks + list(spec.hooks) + list(self._call_hooks))
+      user_hooks = list(spec.hooks) + list(self._call_hooks)
+      hook_runner = hooks_lib.HookRunner(default_hooks + user_hooks)
       tensors = hook_runner.trace()
     self._hooks = hook_runner
+    # Estimator runs hooks after every session.run: one step on CPU and
+    # GPU, one loop on TPU. A user hook may stop training at any of them.
+    self._hook_steps = None if (
+        not user_hooks or runner.strategy_kind == 'tpu') else 1
     return tensors
 
   @contextlib.contextmanager
@@ -224,7 +229,8 @@ class Training:
     if self._hooks:
       self._hooks.after_create_session(runner.global_step)
     while step < to_step:
-      losses, stop = self._run_loop(policy.loop_steps(step))
+      losses, stop = self._run_loop(
+          min(policy.loop_steps(step), self._hook_steps or to_step))
       step = runner.global_step()
       if stop:
         policy.request_stop()

@@ -1,0 +1,126 @@
+"""SessionRunHooks and Scaffolds of a legacy model_fn under both runners.
+
+The model_fn below is written as Estimator-era code writes hooks: a
+StopAtStepHook and a hook of its own that fetches tensors in before_run and
+reads them in after_run. Under the tf2 runner the fetches are outputs of the
+step; what needs a real Session is refused with an error naming the hook.
+"""
+
+import pytest
+import tensorflow as tf
+
+from tests import testutil
+from tests.legacy import digits_cnn
+from trainer import runners
+from trainer.tf2 import hooks as hooks_lib
+from trainer.tf2 import scaffold as scaffold_lib
+
+v1 = tf.compat.v1
+RUNNERS = [pytest.param('estimator', marks=testutil.requires_estimator), 'tf2']
+
+
+class RecordingHook(v1.train.SessionRunHook):
+  """Records (global_step, loss) after every run, as user hooks do."""
+
+  def __init__(self, loss):
+    self._loss = loss
+    self.seen = []
+
+  def begin(self):
+    self._step = v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return v1.train.SessionRunArgs({'loss': self._loss, 'step': self._step})
+
+  def after_run(self, run_context, run_values):
+    self.seen.append((int(run_values.results['step']),
+                      float(run_values.results['loss'])))
+
+
+class SessionRunningHook(v1.train.SessionRunHook):
+  """Runs a tensor it never fetched through the session: needs a Session."""
+
+  def __init__(self, tensor):
+    self._tensor = tensor
+
+  def after_run(self, run_context, run_values):
+    run_context.session.run(self._tensor)
+
+
+def _model_fn(make_hooks=None, scaffold=None):
+  def model_fn(features, labels, mode, params):
+    logits = v1.layers.dense(features / 255.0, 10)
+    loss = v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=v1.train.get_global_step())
+    hooks = make_hooks(loss, logits) if make_hooks else []
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=train_op, training_hooks=hooks,
+        scaffold=scaffold() if scaffold else None)
+  return model_fn
+
+
+def _runner(tmp_path, kind, model_fn, train_steps=50):
+  params = testutil.base_params(
+      model_dir=str(tmp_path / kind), runner=kind, iterations_per_loop=10,
+      train_steps=train_steps, save_checkpoints_steps=train_steps,
+      train_batch_size=16)
+  return runners.make_runner(params, model_fn, digits_cnn.train_input_fn)
+
+
+@pytest.mark.parametrize('kind', RUNNERS)
+def test_stop_at_step_hook_ends_training_early(tmp_path, kind):
+  model_fn = _model_fn(lambda loss, _: [v1.train.StopAtStepHook(last_step=7)])
+  runner = _runner(tmp_path, kind, model_fn)
+  runner.train(50)
+  step = testutil.latest_step(str(tmp_path / kind))
+  # Hooks run after every step off TPU, as Estimator's after every
+  # session.run: StopAtStepHook stops at its step, not at the loop's end.
+  assert step == 7, step
+
+
+def test_hook_fetches_reach_after_run_every_step(tmp_path):
+  made = []
+
+  def make_hooks(loss, _):
+    made.append(RecordingHook(loss))
+    return made[-1:]
+
+  runner = _runner(tmp_path, 'tf2', _model_fn(make_hooks), train_steps=20)
+  runner.train(20)
+  seen = made[-1].seen
+  # global_step as the step read it (before its increment), one per step.
+  assert [step for step, _ in seen] == list(range(20)), seen
+  losses = [loss for _, loss in seen]
+  assert all(loss > 0 for loss in losses)
+  assert losses[-1] < losses[0], losses
+
+
+def test_hook_that_needs_a_session_is_refused_by_name(tmp_path):
+  model_fn = _model_fn(lambda loss, logits: [SessionRunningHook(logits)])
+  runner = _runner(tmp_path, 'tf2', model_fn, train_steps=10)
+  with pytest.raises(hooks_lib.HookNeedsSessionError,
+                     match='SessionRunningHook'):
+    runner.train(10)
+
+
+def test_scaffold_init_op_of_initializers_is_what_already_happened(tmp_path):
+  def scaffold():  # Estimator's default init_op, written out by users.
+    return v1.train.Scaffold(init_op=tf.group(
+        v1.global_variables_initializer(), v1.local_variables_initializer()))
+
+  runner = _runner(tmp_path, 'tf2', _model_fn(scaffold=scaffold),
+                   train_steps=10)
+  runner.train(10)
+  assert testutil.latest_step(str(tmp_path / 'tf2')) == 10
+
+
+def test_scaffold_init_op_that_assigns_in_the_model_fn_is_refused(tmp_path):
+  def scaffold():
+    kernel = [v for v in v1.global_variables() if 'kernel' in v.name][0]
+    return v1.train.Scaffold(init_op=kernel.assign(tf.zeros_like(kernel)).op)
+
+  runner = _runner(tmp_path, 'tf2', _model_fn(scaffold=scaffold),
+                   train_steps=10)
+  with pytest.raises(scaffold_lib.ScaffoldError, match='init_op'):
+    runner.train(10)
