@@ -57,8 +57,8 @@ def check_reachable(address, timeout=10.0):
 def job_name(params):
   """The job every input pipeline of this run shares: one per model_dir and
   dataset definition, so a restarted run rejoins its own job."""
-  key = repr([params.get('model_dir')] +
-             [(k, params.get(k)) for k in _DATASET_KEYS])
+  key = repr([params['model_dir']] +
+             [(k, params[k]) for k in _DATASET_KEYS])
   return 'tpu-trainer-' + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

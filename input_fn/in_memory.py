@@ -31,7 +31,7 @@ def cache_decision(params, files):
   files total at most AUTO_CACHE_BYTES (a raw image takes about as many
   bytes decoded as in its record).
   """
-  cache = params.get('cache')
+  cache = params['cache']
   if cache is not None:
     return bool(cache), f'--cache={bool(cache)}'
   total = 0

@@ -18,6 +18,7 @@ from input_fn import preprocessing
 from input_fn import raw_batch
 from input_fn import record_probe
 from input_fn import seeds
+from model_fn import precision
 
 CYCLE_LENGTH = 16
 _AUTOTUNE = tf.data.AUTOTUNE
@@ -33,15 +34,15 @@ def parse_and_preprocess(record, training, params, seed=None):
 def _preprocess(image, label, training, params, seed=None):
   """(features, label) from a decoded uint8 image and its int64 label."""
   image = preprocessing.preprocess(image, training, params, seed)
-  if params.get('precision') == 'bfloat16':
-    image = tf.cast(image, tf.bfloat16)  # Halves host-to-device bytes.
+  # In the compute dtype: bfloat16 halves host-to-device bytes.
+  image = tf.cast(image, precision.compute_dtype(params))
   return {'image': image}, tf.cast(label, tf.int32)
 
 
 def record_reader(params):
   """filename -> records; skips a corrupt record and the rest of its file
   when params['skip_corrupt_records']."""
-  if not params.get('skip_corrupt_records'):
+  if not params['skip_corrupt_records']:
     return tf.data.TFRecordDataset
   return lambda path: tf.data.TFRecordDataset(path).ignore_errors(
       log_warning=True)
@@ -52,6 +53,7 @@ class Pipeline:
 
   def __init__(self, params, training, files, num_pipelines, pipeline):
     self.params = params
+    self.dtype = precision.compute_dtype(params)
     self.training = training
     self.files = files
     self.num_pipelines = num_pipelines
@@ -60,7 +62,7 @@ class Pipeline:
     self.split = feature_lib.file_pattern(params['data_dir'], training)
     size = params['image_size']
     self.shape = (size, size, params['image_channels'])
-    augmentation = params.get('augmentation', 'none')
+    augmentation = params['augmentation']
     self.augment = training and augmentation != 'none'
     self.margin = (preprocessing.pad_crop_margin(size)
                    if training and augmentation == 'pad_crop' else 0)
@@ -69,12 +71,12 @@ class Pipeline:
     # inception_crop) is decoded and preprocessed example by example.
     self.vectorised = (augmentation != 'inception_crop' and
                        record_probe.raw_shape(files) == self.shape)
-    service = training and params.get('tf_data_service')
+    service = training and params['tf_data_service']
     # Order matters wherever a --seed must reproduce a run and wherever
     # evaluation and prediction must see each example once, in order:
     # everywhere but training with no seed or through the tf.data service.
     self.deterministic = not (training and (service or
-                                            params.get('seed') is None))
+                                            params['seed'] is None))
 
   def records(self, shuffle_seed=None):
     """Serialized examples of the files, files in a seeded order."""
@@ -98,7 +100,7 @@ class Pipeline:
     in the in-memory table)."""
     if not self.margin:
       return raw_batch.normalise(raw_batch.decode(encoded, self.shape),
-                                 self.params.get('precision'))
+                                 self.dtype)
     offsets = raw_batch.crop_offsets(
         tf.shape(encoded)[0], self.margin,
         seeds.stream_seed(seed, step, self.pipeline, self.num_pipelines))
@@ -108,7 +110,7 @@ class Pipeline:
       images = raw_batch.crop_rows_padded(
           raw_batch.pad_rows(encoded, self.shape, self.margin), offsets,
           self.shape, self.margin)
-    return raw_batch.normalise(images, self.params.get('precision'))
+    return raw_batch.normalise(images, self.dtype)
 
   def _raw_batch(self, records, step, seed):
     """(features, labels) of a batch of serialized records: vectorised when
@@ -137,14 +139,12 @@ class Pipeline:
     return {'image': images}, tf.cast(parsed[feature_lib.LABEL], tf.int32)
 
   def _image_spec(self):
-    dtype = (tf.bfloat16 if self.params.get('precision') == 'bfloat16'
-             else tf.float32)
-    return tf.TensorSpec(self.shape, dtype)
+    return tf.TensorSpec(self.shape, self.dtype)
 
   def raw_eval(self):
     """One ordered pass, a batch of records parsed and decoded at once."""
     dataset = self.records().batch(
-        self.batch_size, drop_remainder=self.params.get('mode') != 'infer')
+        self.batch_size, drop_remainder=self.params['mode'] != 'infer')
     return self._map(dataset, lambda r: self._raw_batch(r, 0, 0))
 
   def raw_train_cached(self, seed):
@@ -161,7 +161,7 @@ class Pipeline:
   def raw_train_streamed(self, seed):
     """Endless batches of shuffled records, each batch decoded at once."""
     dataset = self.records(shuffle_seed=seed).shuffle(
-        self.params.get('shuffle_buffer', 10000), seed=seed).repeat()
+        self.params['shuffle_buffer'], seed=seed).repeat()
     dataset = dataset.batch(self.batch_size, drop_remainder=True).enumerate()
     return self._map(dataset,
                      lambda step, records: self._raw_batch(records, step,
@@ -174,7 +174,7 @@ class Pipeline:
     dataset = self._map(self.records(), lambda r: parse_and_preprocess(
         r, False, self.params))
     return dataset.batch(self.batch_size,
-                         drop_remainder=self.params.get('mode') != 'infer')
+                         drop_remainder=self.params['mode'] != 'infer')
 
   def per_example_train(self, seed, cache):
     """Endless batches, each example decoded and augmented alone with its
@@ -184,7 +184,7 @@ class Pipeline:
       channels = self.params['image_channels']
       dataset = self._map(dataset, lambda r: _decode_record(r, channels))
       dataset = dataset.cache()
-    dataset = dataset.shuffle(self.params.get('shuffle_buffer', 10000),
+    dataset = dataset.shuffle(self.params['shuffle_buffer'],
                               seed=seed).repeat().enumerate()
 
     def preprocess(step, element):
@@ -205,7 +205,7 @@ class Pipeline:
   def train(self, seed):
     """Endless training batches; seed: int64 scalar (int or tensor)."""
     if not self.vectorised:
-      return self.per_example_train(seed, bool(self.params.get('cache')))
+      return self.per_example_train(seed, bool(self.params['cache']))
     cache, reason = in_memory.cache_decision(self.params, self.files)
     logging.info('input_fn: %s %s (%s).', self.split,
                  'cached in memory' if cache else 'streamed', reason)

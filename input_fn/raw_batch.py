@@ -117,8 +117,7 @@ def crop_offsets(batch_size, margin, seed):
                                      maxval=2 * margin + 1, dtype=tf.int32)
 
 
-def normalise(images, precision):
-  """Model input from uint8 images: float32 in [-1, 1] as
-  preprocessing.preprocess computes it, bfloat16 when `precision` is."""
-  images = tf.cast(images, tf.float32) / 127.5 - 1.0
-  return tf.cast(images, tf.bfloat16) if precision == 'bfloat16' else images
+def normalise(images, dtype):
+  """Model input from uint8 images: in [-1, 1] as preprocessing.preprocess
+  computes it, cast to `dtype` (the compute dtype, model_fn/precision.py)."""
+  return tf.cast(tf.cast(images, tf.float32) / 127.5 - 1.0, dtype)

@@ -21,12 +21,12 @@ parse_and_preprocess = pipeline_lib.parse_and_preprocess
 
 def is_training(params):
   """True when the runner asked for the training split (params['mode'])."""
-  return params.get('mode', 'train') == 'train'
+  return params['mode'] == 'train'
 
 
 def list_files(params, training):
   """Sorted files of the split; ValueError naming the pattern if none."""
-  data_dir = params.get('data_dir')
+  data_dir = params['data_dir']
   if not data_dir:
     raise ValueError("params['data_dir'] (--data_dir) is not set.")
   pattern = feature_lib.file_pattern(data_dir, training)
@@ -63,7 +63,7 @@ def input_fn(params):
   """
   training = is_training(params)
   files = list_files(params, training)
-  service = training and params.get('tf_data_service')
+  service = training and params['tf_data_service']
   if service:
     data_service.check_reachable(service)
     num_pipelines, index = 1, 0  # Hosts share one stream: no sharding.
@@ -73,7 +73,7 @@ def input_fn(params):
                                    index)
   if not training:
     dataset = pipeline.evaluation()
-  elif service or params.get('seed') is None:
+  elif service or params['seed'] is None:
     dataset = seeds.with_runtime_seed(pipeline.train)
   else:
     dataset = pipeline.train(params['seed'])
@@ -97,7 +97,7 @@ def count_records(params, training=False):
   """
   files = list_files(params, training)
   scans = corrupt_records.scan_files(files)
-  if any(s.error for s in scans) and not params.get('skip_corrupt_records'):
+  if any(s.error for s in scans) and not params['skip_corrupt_records']:
     raise corrupt_records.corrupt_file_error(files)
   return sum(s.records for s in scans)
 

@@ -4,7 +4,9 @@
 #   scripts/test.sh legacy          # one lane; extra args go to pytest:
 #   scripts/test.sh legacy -k flags
 # Prints one closing line 'N passed, N failed' over all lanes; exits non-zero
-# if any lane failed or ran no test.
+# if any lane failed or ran no test. The pytest lanes run TEST_JOBS workers
+# (pytest-xdist, whole modules per worker; default: one per core, 1 runs
+# pytest without xdist). TEST_SEED=N repeats the random choices of a run.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -40,7 +42,11 @@ for lane in "${lanes[@]}"; do
     if ! bash scripts/setup_env.sh "$lane"; then
       echo "test.sh: setting up lane $lane failed" >&2; status=1; continue
     fi
-    ".venv/$lane/bin/python" -m pytest -q "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
+    jobs="${TEST_JOBS:-$(nproc)}"
+    workers=()
+    [[ "$jobs" -gt 1 ]] && workers=(-n "$jobs" --dist loadfile)
+    ".venv/$lane/bin/python" -m pytest -q "${workers[@]}" "$@" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
   fi
   count "$out"; rm -f "$out"
   [[ $rc -eq 0 ]] || status=1

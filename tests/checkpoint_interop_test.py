@@ -7,14 +7,11 @@ the second half: the weights after 100 steps must agree.
 """
 
 import numpy as np
-import tensorflow as tf
 
 from input_fn import inputs
 from model_fn import models
 from tests import testutil
 from trainer import runners
-
-pytestmark = testutil.requires_estimator
 
 TOLERANCE = 1e-5
 
@@ -27,13 +24,6 @@ def _runner(kind, model_dir, **overrides):
                              inputs.INPUT_FNS['tfrecord'])
 
 
-def _checkpoint_values(model_dir):
-  path = tf.train.latest_checkpoint(str(model_dir))
-  reader = tf.train.load_checkpoint(path)
-  return {name: reader.get_tensor(name)
-          for name, _ in tf.train.list_variables(path)}
-
-
 def _assert_close(got, want, tolerance=TOLERANCE):
   assert got.keys() == want.keys()
   for name in want:
@@ -41,10 +31,11 @@ def _assert_close(got, want, tolerance=TOLERANCE):
                                err_msg=name)
 
 
+@testutil.requires_estimator
 def test_estimator_to_tf2_and_back_to_estimator_reference(tmp_path):
   first = _runner('estimator', tmp_path / 'a')
   first.train(50)
-  at_50 = _checkpoint_values(tmp_path / 'a')
+  at_50 = testutil.checkpoint_values(tmp_path / 'a')
   assert at_50['global_step'] == 50
 
   tf2 = _runner('tf2', tmp_path / 'a')
@@ -57,10 +48,11 @@ def test_estimator_to_tf2_and_back_to_estimator_reference(tmp_path):
   reference = _runner('estimator', tmp_path / 'b')
   reference.train(50)
   reference.train(100)
-  _assert_close(_checkpoint_values(tmp_path / 'a'),
-                _checkpoint_values(tmp_path / 'b'))
+  _assert_close(testutil.checkpoint_values(tmp_path / 'a'),
+                testutil.checkpoint_values(tmp_path / 'b'))
 
 
+@testutil.requires_estimator
 def test_tf2_to_estimator_and_estimator_evaluates_tf2_checkpoint(tmp_path):
   tf2 = _runner('tf2', tmp_path / 'a')
   tf2.train(50)
@@ -73,11 +65,11 @@ def test_tf2_to_estimator_and_estimator_evaluates_tf2_checkpoint(tmp_path):
   assert abs(est_metrics['top_1_accuracy'] -
              tf2_metrics['top_1_accuracy']) < TOLERANCE
   estimator.train(100)
-  assert _checkpoint_values(tmp_path / 'a')['global_step'] == 100
+  assert testutil.checkpoint_values(tmp_path / 'a')['global_step'] == 100
 
   reference = _runner('tf2', tmp_path / 'b')
   reference.train(50)
   again = _runner('tf2', tmp_path / 'b')  # Restarts the input, as Estimator.
   again.train(100)
-  _assert_close(_checkpoint_values(tmp_path / 'a'),
-                _checkpoint_values(tmp_path / 'b'))
+  _assert_close(testutil.checkpoint_values(tmp_path / 'a'),
+                testutil.checkpoint_values(tmp_path / 'b'))

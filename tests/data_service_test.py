@@ -6,7 +6,6 @@ test waits for it.
 """
 
 import re
-import socket
 
 from absl import flags
 import numpy as np
@@ -84,12 +83,10 @@ def test_evaluation_reads_locally_in_order(dispatcher):
 
 
 def test_a_dispatcher_that_does_not_answer_is_named():
-  with socket.socket() as probe:
-    probe.bind(('localhost', 0))
-    port = probe.getsockname()[1]  # Closed again below: nothing listens.
-  with pytest.raises(ValueError, match=f'--tf_data_service=grpc://localhost:'
-                     f'{port}: no dispatcher answers'):
-    tfrecord.input_fn(_params(f'grpc://localhost:{port}'))
+  with testutil.closed_port() as port:  # Held, and nothing listens.
+    with pytest.raises(ValueError, match=f'--tf_data_service=grpc://'
+                       f'127.0.0.1:{port}: no dispatcher answers'):
+      tfrecord.input_fn(_params(f'grpc://127.0.0.1:{port}'))
 
 
 def test_address_must_be_grpc_host_port():

@@ -1,4 +1,5 @@
-"""Export round trip: the SavedModel serves what the model predicts."""
+"""Export round trip: the SavedModel serves what the model predicts (under
+the lane's default runner)."""
 
 import io
 
@@ -10,10 +11,8 @@ from input_fn import features as feature_lib
 from input_fn import tfrecord
 from model_fn import models
 from tests import testutil
+from trainer import runners
 from trainer import serving
-from trainer.estimator import runner as estimator_runner
-
-pytestmark = testutil.requires_estimator
 
 
 def _copy_eval_records(params, count, data_dir):
@@ -39,16 +38,16 @@ def _as_png(records):
   return pngs
 
 
-def test_saved_model_matches_estimator_predictions(tmp_path):
-  params = testutil.base_params(model_dir=str(tmp_path / 'model'))
-  runner = estimator_runner.EstimatorRunner(params, models.mlp_model_fn,
-                                            tfrecord.input_fn)
+def test_saved_model_matches_runner_predictions(tmp_path):
+  params = testutil.base_params(model_dir=str(tmp_path / 'model'),
+                                runner=testutil.DEFAULT_RUNNER)
+  runner = runners.make_runner(params, models.mlp_model_fn, tfrecord.input_fn)
   runner.train(30)
   path = runner.export(str(tmp_path / 'export'))
   assert tf.saved_model.contains_saved_model(path)
 
   records = _copy_eval_records(params, 50, str(tmp_path / 'data'))
-  predictor = estimator_runner.EstimatorRunner(
+  predictor = runners.make_runner(
       dict(params, data_dir=str(tmp_path / 'data')), models.mlp_model_fn,
       tfrecord.input_fn)
   expected = [p['probabilities'] for p in predictor.predict()]

@@ -4,12 +4,13 @@ import numpy as np
 import tensorflow as tf
 
 from model_fn import layers
+from tests import testutil
 
 _v1 = tf.compat.v1
 
 
 def _names(variables):
-  return sorted(v.name.split(':')[0] for v in variables)
+  return sorted(testutil.variable_name(v) for v in variables)
 
 
 def test_dense_shape_and_variables():
@@ -89,7 +90,7 @@ def test_bfloat16_scope_keeps_float32_variables():
       h = layers.batch_norm(h, is_training=True)
       y = layers.dense(layers.flatten(h), 2, name='fc')
     assert h.dtype == tf.bfloat16 and y.dtype == tf.bfloat16
-    dtypes = {v.name.split(':')[0]: v.dtype.base_dtype
+    dtypes = {testutil.variable_name(v): v.dtype.base_dtype
               for v in _v1.global_variables()}
     assert set(dtypes.values()) == {tf.float32}, dtypes
     assert 'conv/kernel' in dtypes and 'fc/kernel' in dtypes

@@ -2,6 +2,7 @@
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -27,7 +28,18 @@ def _holder(model_dir):
   process = subprocess.Popen(
       [sys.executable, '-c', _HOLD, testutil.REPO_ROOT, model_dir],
       stdout=subprocess.PIPE, text=True)
-  assert process.stdout.readline().strip() == 'locked'
+  ready, _, _ = select.select([process.stdout], [], [], testutil.HANG_TIMEOUT)
+  if not ready:
+    process.kill()
+    process.wait()
+    raise AssertionError(f'the lock holder hangs: nothing on its stdout '
+                         f'within {testutil.HANG_TIMEOUT} s')
+  line = process.stdout.readline().strip()
+  if line != 'locked':
+    process.kill()
+    process.wait()
+    raise AssertionError(f'the lock holder printed {line!r}, exit '
+                         f'{process.returncode}')
   return process
 
 

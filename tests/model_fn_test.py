@@ -1,4 +1,5 @@
-"""The built-in model_fns in every mode under TPUEstimator(use_tpu=False)."""
+"""The built-in model_fns in every mode under the lane's default runner:
+TPUEstimator(use_tpu=False) where Estimator exists, the tf2 runner elsewhere."""
 
 import glob
 import os
@@ -7,21 +8,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from input_fn import tfrecord
+from input_fn import inputs
 from model_fn import models
 from model_fn import summaries
 from tests import testutil
 from trainer import controller
-from trainer.estimator import runner as estimator_runner
-
-pytestmark = testutil.requires_estimator
+from trainer import runners
 
 
 def _runner(tmp_path, name='run', model='mlp', **overrides):
-  params = testutil.base_params(model=model,
+  params = testutil.base_params(model=model, runner=testutil.DEFAULT_RUNNER,
                                 model_dir=str(tmp_path / name), **overrides)
-  return estimator_runner.EstimatorRunner(
-      params, models.MODEL_FNS[model], tfrecord.input_fn), params
+  return runners.make_runner(params, models.MODEL_FNS[model],
+                             inputs.INPUT_FNS['tfrecord']), params
 
 
 def _summary_tags(model_dir):

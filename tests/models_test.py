@@ -58,7 +58,7 @@ def test_resnet50_variable_names():
     resnet.resnet(_v1.placeholder(tf.float32, [None, 224, 224, 3]), True,
                   testutil.base_params(resnet_depth=50, resnet_stem='auto',
                                        image_size=224, num_classes=1000))
-    names = {v.name.split(':')[0] for v in _v1.global_variables()}
+    names = {testutil.variable_name(v) for v in _v1.global_variables()}
   for expected in ('resnet50/stem/conv/kernel',
                    'resnet50/stem/batch_norm/gamma',
                    'resnet50/stem/batch_norm/moving_mean',

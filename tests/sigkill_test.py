@@ -1,12 +1,16 @@
-"""SIGKILL at 10 random points, restart each time: training still completes,
-steps never go backwards, and every checkpoint left in model_dir loads."""
+"""SIGKILL at 10 points placed by training step, restart each time: training
+still completes, steps never go backwards, and every checkpoint left in
+model_dir loads.
+
+The first kill lands as the trainer starts, before its first checkpoint; the
+others when the log's progress line reaches a random step. The seed is
+printed; TEST_SEED=N repeats a run's kill steps.
+"""
 
 import glob
 import os
-import random
 import re
 import signal
-import time
 
 import numpy as np
 import pytest
@@ -15,58 +19,67 @@ import tensorflow as tf
 from tests import testutil
 
 KILLS = 10
-# Far more than 10 short runs get through: each gets at most ~0.6 s of
-# training (a few hundred steps at the fastest), so every kill lands while
-# training is still under way.
-TRAIN_STEPS = 6000
+SAVE_EVERY = 10
+# Each killed run trains 1 to MAX_ADVANCE steps past where it restarted (plus
+# what runs between the log line and the kill): across 0 to 3 checkpoint
+# steps, and all kills together far from the end.
+MAX_ADVANCE = 3 * SAVE_EVERY
+TRAIN_STEPS = 500
 
 
 def _restored_step(log_path):
-  match = re.search(r'Restoring parameters from .*model\.ckpt-(\d+)\n',
-                    open(log_path).read())
+  with open(log_path) as f:
+    match = re.search(r'Restoring parameters from .*model\.ckpt-(\d+)\n',
+                      f.read())
   return int(match.group(1)) if match else 0
 
 
 @pytest.mark.parametrize('runner', [
     pytest.param('estimator', marks=testutil.requires_estimator), 'tf2'])
-def test_sigkill_at_random_points_and_restart(tmp_path, runner):
+def test_sigkill_at_random_steps_and_restart(tmp_path, runner):
   model_dir = str(tmp_path / 'model')
   args = [f'--model_dir={model_dir}', '--mode=train', '--mlp_hidden_units=8',
-          f'--runner={runner}',
-          '--train_batch_size=32', '--iterations_per_loop=10',
-          '--save_checkpoints_steps=20', '--keep_checkpoint_max=3',
-          f'--train_steps={TRAIN_STEPS}']
-  seed = int(time.time())
-  rng = random.Random(seed)
-  print(f'seed {seed}')
+          f'--runner={runner}', '--train_batch_size=32',
+          '--iterations_per_loop=5', f'--save_checkpoints_steps={SAVE_EVERY}',
+          '--keep_checkpoint_max=3', f'--train_steps={TRAIN_STEPS}']
+  rng = np.random.RandomState(testutil.seed_from_env())
   latest = 0
   for kill in range(KILLS + 1):
     log = str(tmp_path / f'run{kill}.log')
     process = testutil.start_main(args, log)
     try:
+      if kill == 0:  # Before any checkpoint exists.
+        testutil.wait_for_log(process, log, r'Runner: ')
+        where = 'killed at start'
+      elif kill < KILLS:
+        target = latest + int(rng.randint(1, MAX_ADVANCE + 1))
+        seen = testutil.wait_for_step(process, log, target)
+        where = f'killed at step >= {seen} (target {target})'
       if kill < KILLS:
-        testutil.wait_for_training(process, log)
-        delay = rng.uniform(0.0, 0.6)
-        time.sleep(delay)
         process.send_signal(signal.SIGKILL)
-      process.wait(timeout=300)
+      process.wait(timeout=testutil.HANG_TIMEOUT)
     finally:
       if process.poll() is None:
         process.kill()
+    with open(log) as f:
+      tail = f.read()[-3000:]
     restored = _restored_step(log)
     assert restored >= latest, f'run {kill} restarted from step {restored}'
     if kill < KILLS:
-      assert process.returncode == -signal.SIGKILL, open(log).read()[-3000:]
+      assert process.returncode == -signal.SIGKILL, tail
     else:
-      assert process.returncode == 0, open(log).read()[-3000:]
+      assert process.returncode == 0, tail
       assert f'global_step: {TRAIN_STEPS}' in process.stdout.read()
+      where = 'finished'
     step = testutil.latest_step(model_dir)  # The state loads.
-    recovered = re.findall(r'(Removing .*|Checkpoint state .*)',
-                           open(log).read())
+    if step is None:  # Killed before the first checkpoint.
+      assert kill == 0 or latest == 0, f'run {kill}: the checkpoints are gone'
+      step = 0
+    with open(log) as f:
+      recovered = re.findall(r'(Removing .*|Checkpoint state .*)', f.read())
     assert step >= latest, f'latest checkpoint went from {latest} to {step}'
-    end = f'killed after {delay:.2f} s' if kill < KILLS else 'finished'
-    print(f'run {kill}: resumed at {restored}, {end}, latest checkpoint '
-          f'{step}; recovery: {recovered or "none"}')
+    print(f'run {kill}: resumed at {restored}, {where}, latest '
+          f'checkpoint {step}; recovery: {recovered or "none"}')
     latest = step
   assert latest == TRAIN_STEPS
   state = tf.train.get_checkpoint_state(model_dir)

@@ -37,7 +37,7 @@ def _train_graph(model_fn, params, images, labels):
                   ModeKeys.TRAIN, dict(params, batch_size=BATCH))
   variables = tf.compat.v1.trainable_variables()
   grads = tf.gradients(spec.loss, variables)
-  names = [v.name.split(':')[0] for v in variables]
+  names = [testutil.variable_name(v) for v in variables]
   return spec.loss, dict(zip(names, grads)), spec.train_op
 
 
@@ -47,7 +47,7 @@ def _run_graph(params, images, labels, weights=None, step=False):
   with tf.Graph().as_default():
     tf.compat.v1.set_random_seed(0)
     loss, grads, train_op = _train_graph(model_fn, params, images, labels)
-    variables = {v.name.split(':')[0]: v
+    variables = {testutil.variable_name(v): v
                  for v in tf.compat.v1.global_variables()}
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
@@ -115,7 +115,7 @@ def _xla_loss_and_grads(params, images, labels, weights):
   wrapped = tf.compat.v1.wrap_function(
       lambda x, y: step(x, y), shapes)  # pylint: disable=unnecessary-lambda
   for v in wrapped.variables:
-    name = v.name.split(':')[0]
+    name = testutil.variable_name(v)
     if name in weights:
       v.assign(weights[name])
   names = sorted(weights)

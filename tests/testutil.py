@@ -1,7 +1,9 @@
 """Shared helpers for tests: repo paths, lane checks, tiny params."""
 
+import contextlib
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +24,8 @@ requires_estimator = pytest.mark.skipif(
     not HAS_ESTIMATOR,
     reason=f'tf.estimator does not exist in TensorFlow {tf.__version__} '
     '(removed in 2.16); this test exercises the TPUEstimator path.')
+# The runner trainer.main picks without --runner on this lane.
+DEFAULT_RUNNER = 'estimator' if HAS_ESTIMATOR else 'tf2'
 
 
 def base_params(**overrides):
@@ -51,7 +55,12 @@ def base_params(**overrides):
   return params
 
 
-def run_main(args, timeout=600, env=None, cwd=REPO_ROOT):
+# A guard against hangs only, never a bound on speed: a trainer that has not
+# started within it is stuck, on however slow a machine.
+HANG_TIMEOUT = 900
+
+
+def run_main(args, timeout=HANG_TIMEOUT, env=None, cwd=REPO_ROOT):
   """Runs `python -m trainer.main ARGS` in a subprocess; CompletedProcess."""
   full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   full_env.update(env or {})
@@ -69,20 +78,86 @@ def start_main(args, log_path):
                             stderr=log, text=True)
 
 
-def wait_for_training(process, log_path, timeout=120):
-  """Blocks until log_path shows a train progress line; the step in it."""
+def wait_for_log(process, log_path, pattern, timeout=HANG_TIMEOUT):
+  """Blocks until a line of log_path matches `pattern` (a regex); the match.
+
+  AssertionError with the log's tail if the process exits first.
+  """
+  regex = re.compile(pattern, re.M)
   deadline = time.monotonic() + timeout
   while time.monotonic() < deadline:
     with open(log_path) as f:
-      steps = re.findall(r'train \| step: (\d+)', f.read())
-    if steps:
-      return int(steps[-1])
+      match = regex.search(f.read())
+    if match:
+      return match
     if process.poll() is not None:
       with open(log_path) as f:
         raise AssertionError(f'trainer exited {process.returncode} before '
-                             f'training:\n{f.read()[-3000:]}')
-    time.sleep(0.05)
-  raise AssertionError(f'no train progress line within {timeout} s')
+                             f'logging {pattern!r}:\n{f.read()[-3000:]}')
+    time.sleep(0.01)
+  raise AssertionError(f'no line {pattern!r} in {log_path} within {timeout} '
+                       's: the trainer hangs')
+
+
+def progress_step(log_path):
+  """The step of log_path's last train progress line; None before one."""
+  with open(log_path) as f:
+    steps = re.findall(r'train \| step: (\d+)', f.read())
+  return int(steps[-1]) if steps else None
+
+
+def wait_for_step(process, log_path, step, timeout=HANG_TIMEOUT):
+  """Blocks until log_path shows a train progress line at or past `step`;
+  the step in the last one."""
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    seen = progress_step(log_path)
+    if seen is not None and seen >= step:
+      return seen
+    if process.poll() is not None:
+      with open(log_path) as f:
+        raise AssertionError(f'trainer exited {process.returncode} before '
+                             f'step {step}:\n{f.read()[-3000:]}')
+    time.sleep(0.01)
+  raise AssertionError(f'no train progress line at step >= {step} within '
+                       f'{timeout} s: the trainer hangs')
+
+
+def wait_for_training(process, log_path, timeout=HANG_TIMEOUT):
+  """Blocks until log_path shows a train progress line; the step in it."""
+  return wait_for_step(process, log_path, 0, timeout)
+
+
+def seed_from_env(name='TEST_SEED'):
+  """A seed for a test's random choices: $TEST_SEED if set, else a fresh
+  one. Printed (pytest shows it with a failure) so a run can be repeated."""
+  value = os.environ.get(name)
+  seed = int(value) if value else int.from_bytes(os.urandom(4), 'little')
+  print(f'{name}={seed} (set {name}={seed} to repeat this run)')
+  return seed
+
+
+@contextlib.contextmanager
+def closed_port():
+  """A localhost port nothing listens on, for the `with` block: bound and
+  held (so no other process takes it) but never listening, so connections
+  to it are refused."""
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    yield s.getsockname()[1]
+
+
+def variable_name(variable):
+  """A variable's name without the ':0' output index."""
+  return variable.name.split(':')[0]
+
+
+def checkpoint_values(model_dir):
+  """{name: value} of every tensor in model_dir's latest checkpoint."""
+  path = tf.train.latest_checkpoint(str(model_dir))
+  reader = tf.train.load_checkpoint(path)
+  return {name: reader.get_tensor(name)
+          for name, _ in tf.train.list_variables(path)}
 
 
 def latest_step(model_dir):

@@ -1,9 +1,9 @@
 """The tf2 runner: unmodified model_fns under tf.distribute (every lane)."""
 
 import glob
+import math
 import os
 import re
-import socket
 
 import numpy as np
 import pytest
@@ -56,7 +56,8 @@ def test_trains_evaluates_predicts_with_tf1_names(tmp_path):
   assert set(metrics) == {'loss', 'top_1_accuracy', 'top_5_accuracy',
                           'global_step'}
   assert metrics['global_step'] == 20
-  assert 0.0 <= metrics['top_1_accuracy'] <= 1.0 and metrics['loss'] > 0
+  assert metrics['top_1_accuracy'] > 0.3  # Well above chance (0.1), as
+  assert metrics['loss'] < math.log(10)   # under Estimator (model_fn_test).
 
   predictions = list(runner.predict())
   assert len(predictions) == 360  # Every validation example, last batch too.
@@ -118,7 +119,8 @@ def test_controller_train_and_evaluate(tmp_path):
                    steps_per_eval=5, iterations_per_loop=5, eval_steps=2)
   result = controller.run(runner, runner.model_params('train'))
   assert result['global_step'] == 10
-  assert 0.0 <= result['top_1_accuracy'] <= 1.0
+  assert result['top_1_accuracy'] > 0.2  # Chance: 0.1 (10 steps: 0.3).
+  assert result['loss'] < math.log(10)  # Below the loss of a uniform guess.
   empty = _runner(tmp_path / 'empty', mode='predict')
   with pytest.raises(ValueError, match='no checkpoint to predict'):
     controller.run(empty, empty.model_params('infer'))
@@ -164,12 +166,10 @@ def test_resnet_bfloat16_batch_norm_on_two_replicas(tmp_path):
 
 
 def test_unreachable_tpu_fails_fast_naming_the_flag(tmp_path):
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-  result = testutil.run_main(
-      ['--runner=tf2', f'--tpu=grpc://127.0.0.1:{port}', '--mode=train',
-       '--train_steps=1', f'--model_dir={tmp_path / "model"}'], timeout=300)
+  with testutil.closed_port() as port:
+    result = testutil.run_main(
+        ['--runner=tf2', f'--tpu=grpc://127.0.0.1:{port}', '--mode=train',
+         '--train_steps=1', f'--model_dir={tmp_path / "model"}'])
   assert result.returncode != 0
   assert f'--tpu=grpc://127.0.0.1:{port}' in result.stderr
   assert 'not reachable' in result.stderr

@@ -4,9 +4,6 @@ import re
 
 from tests import testutil
 
-pytestmark = testutil.requires_estimator
-
-
 
 def _write_module(tmp_path):
   package = tmp_path / 'team_code'
