@@ -62,27 +62,27 @@ class _Clock(tf.compat.v1.train.SessionRunHook):
     return (self._steps - self._warmup) / (self._stop - self._start)
 
 
-class _KerasClock(tf.keras.callbacks.Callback):
-  """_Clock for model.fit, whose batch callbacks come once per execution
-  (steps_per_execution steps)."""
+def _keras_clock(keras, warmup):
+  """A clock callback of `keras` (tf-keras or Keras 3) for model.fit, whose
+  batch callbacks come once per execution (steps_per_execution steps)."""
 
-  def __init__(self, warmup):
-    super().__init__()
-    self._warmup = warmup
+  class KerasClock(keras.callbacks.Callback):
 
-  def on_train_begin(self, logs=None):
-    self._executions = 0
-    self._start = self._stop = None
+    def on_train_begin(self, logs=None):
+      self._executions = 0
+      self._start = self._stop = None
 
-  def on_train_batch_end(self, batch, logs=None):
-    self._executions += 1
-    if self._executions == 1:
-      self._start = time.perf_counter()
-    else:
-      self._stop = time.perf_counter()
+    def on_train_batch_end(self, batch, logs=None):
+      self._executions += 1
+      if self._executions == 1:
+        self._start = time.perf_counter()
+      else:
+        self._stop = time.perf_counter()
 
-  def rate(self):
-    return (self._executions - 1) * self._warmup / (self._stop - self._start)
+    def rate(self):
+      return (self._executions - 1) * warmup / (self._stop - self._start)
+
+  return KerasClock()
 
 
 def _params(**overrides):
@@ -157,15 +157,25 @@ def native_bench(input_fn):
   return run
 
 
-def keras_bench(input_fn):
+def keras_3():
+  """The Keras 3 package where it is installed beside tf.keras (TF >= 2.16:
+  tf.keras is tf-keras here, trainer/__init__.py), else None."""
+  try:
+    import keras  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  return keras if int(keras.__version__.split('.')[0]) >= 3 else None
+
+
+def keras_bench(input_fn, keras=None):
   """run(steps) -> steps/s of one Keras model.fit call on the same network
-  and input, its first execution excluded."""
+  and input, its first execution excluded; `keras`: tf.keras by default."""
   loop = FLAGS.iterations_per_loop
   params = _params(runner='tf2')
   dataset = controller.input_fn_for_mode(input_fn, 'train')(
       dict(params, batch_size=params['train_batch_size']))
   dataset = dataset.map(lambda features, labels: (features['image'], labels))
-  keras = tf.keras
+  keras = keras or tf.keras
   layers = [keras.layers.Flatten()]
   layers += [keras.layers.Dense(int(u), activation='relu')
              for u in params['mlp_hidden_units']]
@@ -175,7 +185,7 @@ def keras_bench(input_fn):
       optimizer=keras.optimizers.Adam(params['learning_rate']),
       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
       jit_compile=True, steps_per_execution=loop)
-  clock = _KerasClock(warmup=loop)
+  clock = _keras_clock(keras, warmup=loop)
   model.fit(dataset, epochs=1, steps_per_epoch=loop, verbose=0)
 
   def run(steps):
@@ -209,6 +219,8 @@ def main(argv):
   benches['tf2'] = tf2_bench(model_fn, input_fn, 'auto')
   benches['tf2_xla'] = tf2_bench(model_fn, input_fn, 'on')
   benches['keras_fit'] = keras_bench(input_fn)
+  if keras_3() is not None:  # What TF 2.20's tf.keras is without tf-keras.
+    benches['keras3_fit'] = keras_bench(input_fn, keras_3())
   benches['native'] = native_bench(input_fn)
   rates = {name: [] for name in benches}
   for _ in range(FLAGS.rounds):
@@ -227,8 +239,11 @@ def main(argv):
     print(_ratio_line(rates, 'tf2', 'estimator', 1.2))
   print(_ratio_line(rates, 'tf2', 'keras_fit', 1.0))
   print(_ratio_line(rates, 'native', 'keras_fit', 1.0))
+  if 'keras3_fit' in rates:
+    print(_ratio_line(rates, 'tf2', 'keras3_fit', 1.0))
   print('tf2: the tf2 runner as --jit_compile=auto chooses; tf2_xla: with '
-        '--jit_compile=on.')
+        '--jit_compile=on. keras_fit: tf.keras (tf-keras on TF >= 2.16); '
+        'keras3_fit: the Keras 3 package.')
 
 
 if __name__ == '__main__':
