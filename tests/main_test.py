@@ -75,7 +75,7 @@ def test_resnet18_digits_config_runs_on_jpeg_files(tmp_path):
 
 
 def test_bad_flag_fails_before_training(tmp_path):
-  result = testutil.run_main(['--train_batch_size=100',
+  result = testutil.run_main(['--train_batch_size=0',
                               f'--model_dir={tmp_path}'])
   assert result.returncode != 0
   assert '--train_batch_size' in result.stderr

@@ -49,7 +49,8 @@ def base_params(**overrides):
       'num_cpu_devices': 1, 'jit_compile': 'auto', 'eval_input': None,
       'predict_input': None, 'serving_input_fn': None,
       'save_summary_steps': 100, 'log_step_count_steps': 100,
-      'tf_data_service': None, 'profile_steps': [],
+      'tf_data_service': None,
+      'runner': 'estimator' if HAS_ESTIMATOR else 'tf2', 'profile_steps': [],
   }
   params.update(overrides)
   return params
