@@ -7,6 +7,7 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import glob
 import io
+import math
 import re
 import shutil
 import signal
@@ -74,7 +75,9 @@ def test_trains_evaluates_predicts_exports(tmp_path):
                           'global_step'}
   assert metrics['global_step'] == 20 and metrics['loss'] > 0
   full = runner.evaluate(None)  # 360 examples // 40 = 9 batches.
-  assert full['top_1_accuracy'] > 0.2  # Twice chance after 20 Adam steps.
+  # After 20 Adam steps from --seed=0 (0.225 here): above chance (0.1), and
+  # below the loss of a uniform guess.
+  assert full['top_1_accuracy'] > 0.15 and full['loss'] < math.log(10), full
   eval_tags = _event_tags(os.path.join(model_dir, 'eval'))
   assert eval_tags['top_1_accuracy'] == [20, 20]
   assert eval_tags['checkpoint_path'] == [20, 20]

@@ -140,7 +140,7 @@ class NativeRunner:
     self._summaries = native_summaries.TrainingSummaries(
         self.model_dir, params['save_summary_steps'],
         params['log_step_count_steps'])
-    tf.random.set_seed(params['seed'])
+    tf.keras.utils.set_random_seed(params['seed'])
     with self.strategy.scope():
       self.model = models.build_model(params)
       self.optimizer = optimization.make_optimizer(params)
