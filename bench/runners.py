@@ -39,48 +39,67 @@ from trainer.compat import estimator as estimator_compat
 FLAGS = flags.FLAGS
 
 
-class _Clock(tf.compat.v1.train.SessionRunHook):
-  """Steps/s of one Estimator.train call after its first `warmup` steps
-  (graph building and session start left out)."""
+class _Ticks:
+  """The time from the `first`-th tick to the last (what comes before the
+  first is warm-up: tracing, session start), and the rate of ticks in it."""
 
-  def __init__(self, warmup):
-    self._warmup = warmup
-    self.begin()
+  def __init__(self, first):
+    self._first = first
+    self.reset()
 
-  def begin(self):  # Each train() call starts the count again.
-    self._steps = 0
+  def reset(self):
+    self._count = 0
     self._start = self._stop = None
 
-  def after_run(self, run_context, run_values):
-    self._steps += 1
-    if self._steps == self._warmup:
+  def tick(self):
+    self._count += 1
+    if self._count == self._first:
       self._start = time.perf_counter()
-    elif self._steps > self._warmup:
+    elif self._count > self._first:
       self._stop = time.perf_counter()
 
+  def elapsed(self):
+    return self._stop - self._start
+
   def rate(self):
-    return (self._steps - self._warmup) / (self._stop - self._start)
+    return (self._count - self._first) / self.elapsed()
 
 
-def _keras_clock(keras, warmup):
-  """A clock callback of `keras` (tf-keras or Keras 3) for model.fit, whose
-  batch callbacks come once per execution (steps_per_execution steps)."""
+class _Clock(tf.compat.v1.train.SessionRunHook):
+  """Steps/s of one Estimator.train call after its first `warmup` steps."""
+
+  def __init__(self, warmup):
+    self.ticks = _Ticks(first=warmup)
+
+  def begin(self):  # Each train() call starts the count again.
+    self.ticks.reset()
+
+  def after_run(self, run_context, run_values):
+    self.ticks.tick()
+
+  def rate(self):
+    return self.ticks.rate()
+
+
+def _keras_clock(keras):
+  """A clock callback of `keras` (tf-keras or Keras 3) for model.fit: the
+  time from the end of the first execution (steps_per_execution steps: one
+  batch callback) to the end of the last."""
 
   class KerasClock(keras.callbacks.Callback):
 
+    def __init__(self):
+      super().__init__()
+      self.ticks = _Ticks(first=1)
+
     def on_train_begin(self, logs=None):
-      self._executions = 0
-      self._start = self._stop = None
+      self.ticks.reset()
 
     def on_train_batch_end(self, batch, logs=None):
-      self._executions += 1
-      if self._executions == 1:
-        self._start = time.perf_counter()
-      else:
-        self._stop = time.perf_counter()
+      self.ticks.tick()
 
-    def rate(self):
-      return (self._executions - 1) * warmup / (self._stop - self._start)
+    def elapsed(self):
+      return self.ticks.elapsed()
 
   return KerasClock()
 
@@ -185,13 +204,13 @@ def keras_bench(input_fn, keras=None):
       optimizer=keras.optimizers.Adam(params['learning_rate']),
       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
       jit_compile=True, steps_per_execution=loop)
-  clock = _keras_clock(keras, warmup=loop)
+  clock = _keras_clock(keras)
   model.fit(dataset, epochs=1, steps_per_epoch=loop, verbose=0)
 
   def run(steps):
     model.fit(dataset, epochs=1, steps_per_epoch=steps + loop, verbose=0,
               callbacks=[clock])
-    return clock.rate()
+    return steps / clock.elapsed()
 
   return run
 

@@ -1,7 +1,9 @@
-"""Every command in MIGRATION.md runs and succeeds, in order.
+"""Every command in MIGRATION.md runs and succeeds, in order within each
+chain of commands that share a directory.
 
 On the legacy lane (TF 2.15) every command runs; on the modern lane
-(TF 2.20) those that do not name the estimator runner.
+(TF 2.20) those that do not name the estimator runner. The verify_migration
+commands pass verify_migration_test's checks (tests/verify_output.py).
 """
 
 import os
@@ -13,6 +15,7 @@ import sys
 import pytest
 
 from tests import testutil
+from tests import verify_output
 
 DOC = os.path.join(testutil.REPO_ROOT, 'MIGRATION.md')
 DOC_DIR = '/tmp/migration'
@@ -56,11 +59,57 @@ def _metrics(stdout):
           if re.fullmatch(r'-?[\d.e+-]+', v)}
 
 
-def _run_commands(tmp_path, with_estimator):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  evaluations = {}  # runner -> metrics of its --mode=evaluate.
-  ran = []
+def _dirs(command):
+  """The DOC_DIR directories a command reads or writes (plots aside)."""
+  return {m for m in re.findall(re.escape(DOC_DIR) + r'/[\w.]+', command)
+          if not m.endswith('.png')}
+
+
+def chains():
+  """The commands in doc order, grouped into chains: commands that share a
+  directory belong to one chain, which runs in order; chains are
+  independent of each other."""
+  groups = []  # [(dirs, [command, ...])]
   for command in commands():
+    dirs = _dirs(command)
+    joined = [g for g in groups if dirs and g[0] & dirs]
+    merged = (set(dirs), [])
+    for g in joined:
+      merged[0].update(g[0])
+      merged[1].extend(g[1])
+      groups.remove(g)
+    merged[1].append(command)
+    merged[1].sort(key=commands().index)
+    groups.append(merged)
+  return [g[1] for g in groups]
+
+
+def _chain_id(chain):
+  first = chain[0]
+  name = (sorted(_dirs(first)) or re.findall(re.escape(DOC_DIR) + r'/[\w.]+',
+                                             first) or [first])[0]
+  return os.path.basename(name)
+
+
+def test_chains_keep_every_command_once():
+  assert sorted(c for chain in chains() for c in chain) == sorted(commands())
+  carry = next(c for c in chains() if any('/carry' in x for x in c))
+  assert any('trainer.native.convert' in c for c in carry)
+  assert any('--runner=native --mode=export' in c for c in carry)
+
+
+def _precision(command):
+  match = re.search(r'--precision=(\w+)', command)
+  return match.group(1) if match else 'float32'
+
+
+def _run_chain(tmp_path, chain, with_estimator):
+  """Runs the chain's commands in order with DOC_DIR at tmp_path; the
+  commands run, and {runner: metrics} of their --mode=evaluate."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  evaluations = {}
+  ran = []
+  for command in chain:
     if needs_estimator(command) and not with_estimator:
       continue
     args = shlex.split(command.replace(DOC_DIR, str(tmp_path)))
@@ -77,26 +126,30 @@ def _run_commands(tmp_path, with_estimator):
       evaluations[runner] = _metrics(result.stdout)
     if 'trainer.native.convert' in command:
       assert re.search(r'^converted: .*ckpt-200$', result.stdout, re.M)
-  assert (tmp_path / 'native.png').stat().st_size > 0
+    if 'trainer.verify_migration' in command:
+      plot = re.search(r'--plot=(\S+)', command).group(1)
+      verify_output.check_ok(
+          result.stdout, int(re.search(r'--steps=(\d+)', command).group(1)),
+          _precision(command), plot.replace(DOC_DIR, str(tmp_path)))
   return ran, evaluations
 
 
-@testutil.requires_estimator
-def test_every_command_runs(tmp_path):
-  ran, evaluations = _run_commands(tmp_path, with_estimator=True)
-  assert len(ran) == len(commands())
-  assert (tmp_path / 'mlp.png').stat().st_size > 0
-  # The converted checkpoint evaluates as the TF1 one did: same weights,
-  # same input, same metrics (float32 rounding only).
-  estimator, native = evaluations['estimator'], evaluations['native']
-  assert native['top_1_accuracy'] == estimator['top_1_accuracy']
-  assert native['loss'] == pytest.approx(estimator['loss'], rel=1e-5)
-
-
-@pytest.mark.skipif(testutil.HAS_ESTIMATOR,
-                    reason='The legacy lane runs every command '
-                    '(test_every_command_runs).')
-def test_commands_without_estimator_run(tmp_path):
-  ran, evaluations = _run_commands(tmp_path, with_estimator=False)
-  assert any('--runner=native' in c for c in ran)
-  assert 'native' in evaluations
+@pytest.mark.parametrize('chain', chains(), ids=_chain_id)
+def test_every_command_runs(tmp_path, chain):
+  """On the legacy lane every command; on the modern lane those that do not
+  need Estimator."""
+  ran, evaluations = _run_chain(tmp_path, chain, testutil.HAS_ESTIMATOR)
+  skipped = [c for c in chain if c not in ran]
+  assert all(needs_estimator(c) for c in skipped)
+  if not ran:
+    pytest.skip('every command of this chain needs Estimator')
+  if testutil.HAS_ESTIMATOR:
+    assert not skipped
+  if 'estimator' in evaluations and 'native' in evaluations:
+    # The converted checkpoint evaluates as the TF1 one did: same weights,
+    # same input, same metrics (float32 rounding only).
+    estimator, native = evaluations['estimator'], evaluations['native']
+    assert native['top_1_accuracy'] == estimator['top_1_accuracy']
+    assert native['loss'] == pytest.approx(estimator['loss'], rel=1e-5)
+  elif any('trainer.native.convert' in c for c in ran):
+    assert 'native' in evaluations

@@ -1,6 +1,6 @@
 """The only module that relies on private or version-dependent TF internals.
 
-Four things the tf2 runner needs have no public API:
+Five things the tf2 runner needs have no public API:
   * the Estimator's loss scaling: a tf.compat.v1 optimizer divides the loss
     by the replica count only while the strategy's private flag
     `_scale_loss_for_estimator` is set (Estimator sets it; so do we);
@@ -12,14 +12,20 @@ Four things the tf2 runner needs have no public API:
     a private name), so host_call writers can be initialised and flushed;
   * a Session callable that takes feeds without going through
     `Session.run` (`make_callable` with a feed_list does, ~0.4 ms of Python
-    per call): host_call runs once per training step.
-tests/tf_private_test.py covers all four on every lane.
+    per call): host_call runs once per training step;
+  * the graph collection where training_util caches the global step's read,
+    the tensor hooks fetch as the step (`GLOBAL_STEP_READ_KEY`).
+tests/tf_private_test.py covers the first four on every lane, tf2_hooks_test
+the last.
 """
 
 import contextlib
 
 import numpy as np
 import tensorflow as tf
+
+# training_util's collection of the global step's cached read.
+GLOBAL_STEP_READ_KEY = 'global_step_read_op_cache'
 
 
 def track_tf1_style_variables():

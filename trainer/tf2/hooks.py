@@ -24,9 +24,9 @@ import logging
 import tensorflow as tf
 
 from trainer.compat import tf1_semantics
+from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
-_GLOBAL_STEP_READ_KEY = 'global_step_read_op_cache'  # training_util's key.
 
 
 class HookNeedsSessionError(RuntimeError):
@@ -161,7 +161,7 @@ class HookRunner:
                          for key in self._graph.get_all_collection_keys()
                          if isinstance(key, str) and not key.startswith('_')}
     self._index, self._tensors, self._fetches = {}, [], []
-    step_reads = self._graph.get_collection(_GLOBAL_STEP_READ_KEY)
+    step_reads = self._graph.get_collection(tf_private.GLOBAL_STEP_READ_KEY)
     self._step_reads = [id(t) for t in step_reads]
     global_step = _v1.train.get_global_step()
     with tf1_semantics.graph_semantics(), _quiet_collection_noise():

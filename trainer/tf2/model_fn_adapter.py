@@ -61,21 +61,17 @@ def fresh_collections(contents=None):
                                             contents)
 
 
-# training_util's cache of the global-step read that hooks fetch.
-_GLOBAL_STEP_READ_KEY = 'global_step_read_op_cache'
-
-
 def _global_step_read():
   """Creates global_step and its read at the step's start (as Estimator
   does before the model_fn); caches the read where training_util (hooks)
   looks for it. Returns (global_step, read)."""
   global_step = _v1.train.get_or_create_global_step()
   graph = _v1.get_default_graph()
-  if not graph.get_collection(_GLOBAL_STEP_READ_KEY):
+  if not graph.get_collection(tf_private.GLOBAL_STEP_READ_KEY):
     with graph.name_scope(None), graph.name_scope('global_step/'):
-      graph.add_to_collection(_GLOBAL_STEP_READ_KEY,
+      graph.add_to_collection(tf_private.GLOBAL_STEP_READ_KEY,
                               tf.identity(global_step.read_value(), 'read'))
-  return global_step, graph.get_collection(_GLOBAL_STEP_READ_KEY)[0]
+  return global_step, graph.get_collection(tf_private.GLOBAL_STEP_READ_KEY)[0]
 
 
 def _is_trainable(kwargs):
