@@ -5,6 +5,7 @@ same metrics under both runners (EMA shadow weights included)."""
 
 import glob
 import os
+import random
 import shutil
 
 import numpy as np
@@ -137,6 +138,24 @@ def test_estimator_spec_metric_ops_and_hooks(tmp_path):
   events = glob.glob(os.path.join(params['model_dir'], 'eval',
                                   'events.out.tfevents.*'))
   assert events  # Written to model_dir/eval as Estimator does.
+
+
+def test_keras_layers_start_from_the_seed_under_tf2(tmp_path):
+  """tf-keras draws the seeds of unseeded initializers from Python's random
+  module: the tf2 runner seeds it with --seed, so a Keras-layer model_fn
+  starts from the same weights whatever ran before it in the process."""
+  starts = []
+  for run in range(2):
+    random.seed(run)  # Python's random as another program would leave it.
+    params = _params(tmp_path / str(run), train_steps=1,
+                     save_checkpoints_steps=1)
+    runner = _runner('tf2', params, keras_estimator.model_fn, digits_input_fn)
+    runner.train(1)
+    starts.append(testutil.checkpoint_values(params['model_dir']))
+  assert starts[0].keys() == starts[1].keys()
+  assert any(k.startswith('hidden/') for k in starts[0]), sorted(starts[0])
+  for name in starts[0]:
+    np.testing.assert_array_equal(starts[0][name], starts[1][name], name)
 
 
 def _bert_runner(kind, model_dir):

@@ -40,6 +40,17 @@ _depth = 0
 _local = threading.local()
 
 
+def set_global_seed(seed):
+  """Seeds TF's global seed and Python's and NumPy's random modules (tf-keras
+  draws the seeds of unseeded initializers, as tf.keras layers in a model_fn
+  make them, from Python's). None seeds nothing, as Estimator's
+  tf_random_seed=None."""
+  if seed is None:
+    tf.random.set_seed(None)
+  else:
+    tf.keras.utils.set_random_seed(seed)
+
+
 def _replica_id():
   """This replica's index when it is known at trace time, else 0."""
   replica = tf.distribute.get_replica_context()

@@ -41,6 +41,7 @@ import orbit
 import tensorflow as tf
 from trainer import loop
 from trainer import params as params_lib
+from trainer.compat import op_seeds
 from trainer.guard import nonfinite
 from trainer.native import checkpoints
 from trainer.native import summaries as native_summaries
@@ -140,7 +141,7 @@ class NativeRunner:
     self._summaries = native_summaries.TrainingSummaries(
         self.model_dir, params['save_summary_steps'],
         params['log_step_count_steps'])
-    tf.keras.utils.set_random_seed(params['seed'])
+    op_seeds.set_global_seed(params['seed'])
     with self.strategy.scope():
       self.model = models.build_model(params)
       self.optimizer = optimization.make_optimizer(params)

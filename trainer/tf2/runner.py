@@ -81,7 +81,7 @@ class Tf2Runner:
     self._input_fns = _input_fns(input_fn)
     self._model_params = model_params
     self.config = config
-    tf.random.set_seed(params['seed'])
+    op_seeds.set_global_seed(params['seed'])
     self.strategy, self.strategy_kind = strategy or (
         strategy_lib.make_strategy(params))
     self.jit = strategy_lib.choose_jit(self.strategy_kind,
