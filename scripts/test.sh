@@ -47,7 +47,7 @@ for lane in "${lanes[@]}"; do
     jobs="${TEST_JOBS:-$(nproc)}"
     workers=()
     [[ "$jobs" -gt 1 ]] && workers=(-n "$jobs" --dist loadfile)
-    ".venv/$lane/bin/python" -m pytest -q "${workers[@]}" "$@" 2>&1 | tee "$out"
+    ".venv/$lane/bin/python" -m pytest -q --durations=15 "${workers[@]}" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
   fi
   count "$out"; rm -f "$out"
