@@ -20,6 +20,7 @@ from tests import verify_output
 DOC = os.path.join(testutil.REPO_ROOT, 'MIGRATION.md')
 DOC_DIR = '/tmp/migration'
 EVAL_LINE = re.compile(r'^(\w+): (\S+)$', re.M)
+PATH = re.compile(re.escape(DOC_DIR) + r'/[\w.]+')  # A file or directory.
 
 
 def commands():
@@ -61,34 +62,27 @@ def _metrics(stdout):
 
 def _dirs(command):
   """The DOC_DIR directories a command reads or writes (plots aside)."""
-  return {m for m in re.findall(re.escape(DOC_DIR) + r'/[\w.]+', command)
-          if not m.endswith('.png')}
+  return {p for p in PATH.findall(command) if not p.endswith('.png')}
 
 
 def chains():
-  """The commands in doc order, grouped into chains: commands that share a
-  directory belong to one chain, which runs in order; chains are
-  independent of each other."""
-  groups = []  # [(dirs, [command, ...])]
-  for command in commands():
+  """The commands grouped into chains, each in doc order: commands that
+  share a directory belong to one chain; chains are independent."""
+  order = commands()
+  groups = []  # [(dirs, commands)]
+  for command in order:
     dirs = _dirs(command)
-    joined = [g for g in groups if dirs and g[0] & dirs]
-    merged = (set(dirs), [])
-    for g in joined:
-      merged[0].update(g[0])
-      merged[1].extend(g[1])
-      groups.remove(g)
-    merged[1].append(command)
-    merged[1].sort(key=commands().index)
-    groups.append(merged)
-  return [g[1] for g in groups]
+    joined = [g for g in groups if g[0] & dirs]
+    groups = [g for g in groups if g not in joined]
+    members = [c for g in joined for c in g[1]] + [command]
+    groups.append((dirs.union(*(g[0] for g in joined)),
+                   sorted(members, key=order.index)))
+  return [chain for _, chain in groups]
 
 
 def _chain_id(chain):
-  first = chain[0]
-  name = (sorted(_dirs(first)) or re.findall(re.escape(DOC_DIR) + r'/[\w.]+',
-                                             first) or [first])[0]
-  return os.path.basename(name)
+  """The first DOC_DIR path of the chain's first command, e.g. 'carry'."""
+  return os.path.basename(PATH.search(chain[0]).group(0))
 
 
 def test_chains_keep_every_command_once():

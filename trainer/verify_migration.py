@@ -314,7 +314,7 @@ def compare(params, model_fn, input_fn, steps, work_dir,
 class Comparison:
   """Both runs' losses and variables, the tolerances and the verdict."""
 
-  def __init__(self, runner_pair, results, precision, steps, initial=None):
+  def __init__(self, runner_pair, results, precision, steps, initial):
     """initial: the moving statistics at step 0, by name."""
     (self.losses_a, weights_a), (self.losses_b, weights_b) = results
     self.runners = runner_pair
@@ -337,7 +337,7 @@ class Comparison:
                                              weights_a, weights_b)):
       self.rows.append((i + 1, la, lb, abs(la - lb),
                         _max_diff(wa, wb, sorted(a_names))))
-      if judged and initial:
+      if judged:
         excess, name = weight_excess(wa, wb, initial, judged)
         if excess >= self.weight_excess:
           self.weight_excess, self.worst_variable = excess, name

@@ -20,6 +20,9 @@ replica other than the first, `-replica-R` is appended so replicas draw
 different numbers. Patches `random_seed.get_seed`, which every TF random op
 consults; the patch is thread-local in effect (a per-thread counter) and
 process-wide in presence, reference-counted like tf1_semantics.
+
+`set_global_seed(seed)` is how the tf2 and native runners apply --seed: TF's
+global seed, and Python's and NumPy's, which tf-keras initializers use.
 """
 
 import contextlib
