@@ -2,6 +2,7 @@
 
   python -m bench.input                      # the default job (MLP, digits)
   python -m bench.input --augmentation=none  # any trainer flag applies
+  python -m bench.input --smoke              # seconds: that it runs (CI)
 
 Prints, in one run:
   1. the input_fn alone: batches/s and examples/s of the training input
@@ -24,11 +25,17 @@ Other processes sharing the CPU lower every figure; compare the ratios of
 one run, not figures across runs.
 """
 
+import sys  # pylint: disable=g-bad-import-order
+
+from trainer import startup
+
+if __name__ == '__main__':  # Before TensorFlow's first import.
+  startup.prepare(sys.argv)
+
 import io
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -43,6 +50,7 @@ from input_fn import features as feature_lib
 from input_fn import preprocessing
 from input_fn import tfrecord
 from trainer import params as params_lib
+from trainer.legacy import install as facade
 
 FLAGS = flags.FLAGS
 
@@ -152,11 +160,11 @@ def _one_core_rate(records, fn, images, repeats=5):
   return max(rates)
 
 
-def jpeg_report(count, images):
+def jpeg_report(trainer_params, count, images):
   """Prints decode and augmentation rates per core and the cores needed."""
   records, mean_bytes = _synthetic_jpegs(count)
-  params = {'image_size': 224, 'image_channels': 3,
-            'augmentation': 'inception_crop'}
+  params = dict(trainer_params, image_size=224, image_channels=3,
+                augmentation='inception_crop')
   spec = feature_lib.FEATURE_SPEC
 
   def decode(record):
@@ -187,8 +195,16 @@ def jpeg_report(count, images):
           f'cores   [{source}]')
 
 
+_SMOKE = {'batches': 50, 'consumption_steps': 300, 'jpeg_files': 2,
+          'jpeg_images': 10}
+
+
 def main(argv):
   del argv
+  if FLAGS.smoke:  # A few steps of everything: that the benchmark runs.
+    for name, value in _SMOKE.items():
+      if not FLAGS[name].present:
+        FLAGS[name].value = value
   params = params_lib.params_from_flags(FLAGS)
   batch = params['train_batch_size']
   train = dict(params, mode='train', batch_size=batch)
@@ -221,13 +237,14 @@ def main(argv):
   after = input_rate(params['cache'])
   show('input_fn', after, ' (after the trainer runs)')
   if FLAGS.jpeg_images:
-    jpeg_report(FLAGS.jpeg_files, FLAGS.jpeg_images)
+    jpeg_report(params, FLAGS.jpeg_files, FLAGS.jpeg_images)
   produced = (before + after) / 2
   print(f'input / consumption: {produced / consumed:.2f}x (means: '
         f'{produced:.0f} input batches/s / {consumed:.0f} steps/s; goal >= 5x)')
 
 
 if __name__ == '__main__':
+  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   trainer_flags.define_flags()
   flags.DEFINE_integer('batches', 5000, 'Timed input batches.', lower_bound=1)
   flags.DEFINE_integer('consumption_steps', 3000,
@@ -237,4 +254,6 @@ if __name__ == '__main__':
   flags.DEFINE_integer('jpeg_images', 500,
                        'Timed JPEG images per rate; 0 skips the JPEG part.',
                        lower_bound=0)
+  flags.DEFINE_bool('smoke', False, 'A few steps of each part, in seconds: '
+                    'checks that the benchmark runs, measures nothing.')
   app.run(main)

@@ -1,6 +1,7 @@
 """What bfloat16 and slicing buy: memory figures and the CPU step-time cost.
 
   python -m bench.memory            # about 3 minutes on 2 cores
+  python -m bench.memory --smoke    # seconds: a small MLP, that it runs (CI)
 
 Prints, from trainer.memory's graph analysis (true to dtype, nothing runs):
   * ResNet-50 (224x224, per-core batch 64), a wide MLP and a many-class MLP:
@@ -13,9 +14,17 @@ and, by running a smaller wide MLP on this CPU (float32):
     for float32; the report's peak beside it).
 """
 
+import sys  # pylint: disable=g-bad-import-order
+
+from trainer import startup
+
+if __name__ == '__main__':  # Before TensorFlow's first import.
+  startup.prepare(sys.argv)
+
 import statistics
 import time
 
+from absl import app
 from absl import flags
 import tensorflow as tf
 
@@ -23,6 +32,7 @@ import flags as trainer_flags
 from model_fn import models
 from model_fn.spec import ModeKeys
 from trainer import params as params_lib
+from trainer.legacy import install as facade
 from trainer.memory import footprint as memory_footprint
 from trainer.memory import xla as memory_xla
 
@@ -36,6 +46,8 @@ MANY_CLASSES = dict(model='mlp', mlp_hidden_units=[512], num_classes=65536,
                     optimizer='momentum', train_batch_size=4096, num_cores=1)
 CPU_MLP = dict(model='mlp', mlp_hidden_units=[2048], num_classes=2048,
                optimizer='momentum', train_batch_size=512, num_cores=1)
+SMALL_MLP = dict(model='mlp', mlp_hidden_units=[256], num_classes=64,
+                 optimizer='momentum', train_batch_size=64, num_cores=1)
 TIMED_STEPS = 10
 
 
@@ -98,7 +110,7 @@ def _step_ms(params):
       for _ in range(3):
         sess.run(spec.train_op)
       times = []
-      for _ in range(TIMED_STEPS):
+      for _ in range(_timed_steps()):
         start = time.perf_counter()
         sess.run(spec.train_op)
         times.append(time.perf_counter() - start)
@@ -121,7 +133,22 @@ def cpu_figures(config):
           f'peak {_mib(report)} ({100 * (report - xla) / xla:+.1f}%)')
 
 
-def main():
+def _timed_steps():
+  return 2 if _smoke() else TIMED_STEPS
+
+
+def _smoke():
+  return flags.FLAGS.smoke
+
+
+def main(argv):
+  if argv[1:]:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if _smoke():  # A small MLP through every part: that the benchmark runs.
+    memory_figures('Small MLP 784-256-64, batch 64 (--smoke)', SMALL_MLP,
+                   ('batch', 'dense', 'logits'))
+    cpu_figures(SMALL_MLP)
+    return
   memory_figures('ResNet-50 224x224, per-core batch 64, momentum', RESNET50,
                  ('batch', 'logits'))
   memory_figures('Wide MLP 784-8192-1024, per-core batch 8192, momentum',
@@ -132,4 +159,7 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
+  flags.DEFINE_bool('smoke', False, 'A small MLP through every part, in '
+                    'seconds: checks that the benchmark runs.')
+  app.run(main)

@@ -2,6 +2,7 @@
 
   python -m bench.runners                       # MLP 784-128-10, batch 128
   python -m bench.runners --input=synthetic     # no host input work
+  python -m bench.runners --smoke               # seconds: that it runs (CI)
 
 Runs, in one process, the same built-in model_fn under TPUEstimator
 (use_tpu=False) and under the tf2 runner (its own choice of XLA, and with
@@ -20,18 +21,25 @@ median of the per-round ratios, with their range. The native runner
 native / keras_fit >= 1.0x.
 """
 
+import sys  # pylint: disable=g-bad-import-order
+
+from trainer import startup
+
+if __name__ == '__main__':  # Before TensorFlow's first import.
+  startup.prepare(sys.argv)
+
 import statistics
 import tempfile
 import time
 
 from absl import app
 from absl import flags
-import trainer  # pylint: disable=unused-import  (tf-keras before TF: trainer/__init__.py)
-import tensorflow as tf  # pylint: disable=g-bad-import-order
+import tensorflow as tf
 
 import flags as trainer_flags
 from trainer import controller
 from trainer import params as params_lib
+from trainer.legacy import install as facade
 from trainer import registry
 from trainer import runners
 from trainer.compat import estimator as estimator_compat
@@ -229,6 +237,10 @@ def _ratio_line(rates, name, of, goal):
 
 def main(argv):
   del argv
+  if FLAGS.smoke:  # A few steps of every runner: that the benchmark runs.
+    for name, value in (('steps', 20), ('rounds', 1)):
+      if not FLAGS[name].present:
+        FLAGS[name].value = value
   params = params_lib.params_from_flags(FLAGS)
   model_fn = registry.resolve_model_fn(params['model'])
   input_fn = registry.resolve_input_fn(params['input'])
@@ -266,10 +278,13 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   trainer_flags.define_flags()
   flags.DEFINE_integer('steps', 1000, 'Timed steps per runner and round.',
                        lower_bound=1)
   flags.DEFINE_integer('rounds', 5, 'Rounds over all runners.', lower_bound=1)
+  flags.DEFINE_bool('smoke', False, '20 steps, one round: checks that the '
+                    'benchmark runs, measures nothing.')
   FLAGS.set_default('augmentation', 'none')
   FLAGS.set_default('cache', True)
   FLAGS.set_default('num_cores', 1)

@@ -13,6 +13,8 @@ import re
 from absl import logging
 import tensorflow as tf
 
+from trainer.api import errors
+
 _OFFSET = re.compile(r'(?:corrupted|truncated) record at (\d+)')
 
 FileScan = collections.namedtuple(
@@ -21,7 +23,7 @@ FileScan.__doc__ = """One file: records read before any corruption, error
 message (None if clean), byte offset of the corrupt record, bytes after it."""
 
 
-class CorruptRecordError(tf.errors.DataLossError):
+class CorruptRecordError(errors.TrainerError, tf.errors.DataLossError):
   """A DataLossError whose message names the corrupt file(s)."""
 
   def __init__(self, message):

@@ -30,7 +30,15 @@ def list_files(params, training):
   if not data_dir:
     raise ValueError("params['data_dir'] (--data_dir) is not set.")
   pattern = feature_lib.file_pattern(data_dir, training)
-  files = sorted(tf.io.gfile.glob(pattern))
+  try:
+    files = sorted(tf.io.gfile.glob(pattern))
+  except tf.errors.OpError as e:  # Remote storage out of reach.
+    raise ValueError(
+        f'--data_dir={data_dir}: cannot list {pattern}: '
+        f'{e.message.splitlines()[0] if e.message else type(e).__name__}. '
+        'Check the network and the credentials for this storage (for gs://: '
+        'gcloud auth application-default login, or '
+        'GOOGLE_APPLICATION_CREDENTIALS).') from e
   if not files:
     raise ValueError(f'--data_dir: no files match {pattern}.')
   return files

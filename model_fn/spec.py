@@ -1,11 +1,11 @@
 """The one place model code gets the TPUEstimator contract's names from.
 
-`TPUEstimatorSpec` and `ModeKeys` are looked up on `tf` at import time. On TF
-versions without tf.estimator, the tf2 runner installs stand-ins for exactly
-these names before model code is imported.
+The real tf.estimator's classes where TensorFlow has them (<= 2.15), else
+the trainer's own (trainer/api, which the Estimator facade also publishes
+as tf.estimator): `TPUEstimatorSpec`, `ModeKeys`.
 """
 
-import tensorflow as tf
+from trainer.compat import estimator as _estimator
 
-TPUEstimatorSpec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec
-ModeKeys = tf.estimator.ModeKeys
+TPUEstimatorSpec = _estimator.TPUEstimatorSpec
+ModeKeys = _estimator.ModeKeys

@@ -3,9 +3,10 @@
 import tensorflow as tf
 
 from model_fn import layers
+from trainer.api import errors
 
 
-class InitCheckpointError(ValueError):
+class InitCheckpointError(errors.TrainerError, ValueError):
   """--init_checkpoint is unreadable or does not match the model."""
 
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Creates (or refreshes) the virtualenv of one lane inside the repo:
 #   scripts/setup_env.sh legacy   -> .venv/legacy  (TF 2.15.1 + Estimator)
-#   scripts/setup_env.sh modern   -> .venv/modern  (TF 2.20, tf2 runner only)
-# Pins live in requirements/LANE.txt and requirements/LANE-constraints.txt.
+#   scripts/setup_env.sh modern   -> .venv/modern  (TF 2.20, no Estimator)
+#   scripts/setup_env.sh newest   -> .venv/newest  (TF 2.21, no Estimator)
+# Pins live in requirements/LANE.txt and requirements/LANE-constraints.txt;
+# requirements/LANE-nodeps.txt, if any, is installed after them with
+# --no-deps.
 # Skips the install when the venv already matches those files. A new venv is
 # built once per set of pins in a cache outside the clone
 # ($TRAINER_VENV_CACHE, default ~/.cache/tpu-trainer/venvs) and linked as
@@ -13,6 +16,7 @@ lane="${1:-legacy}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 req="$root/requirements/$lane.txt"
 constraints="$root/requirements/$lane-constraints.txt"
+nodeps="$root/requirements/$lane-nodeps.txt"
 venv="$root/.venv/$lane"
 python="${PYTHON:-python3.11}"
 command -v "$python" >/dev/null || python=python3
@@ -20,6 +24,7 @@ command -v "$python" >/dev/null || python=python3
 [[ -f "$req" ]] || { echo "setup_env: no lane '$lane' ($req missing)" >&2; exit 2; }
 pins=("$req")
 [[ -f "$constraints" ]] && pins+=("$constraints")
+[[ -f "$nodeps" ]] && pins+=("$nodeps")
 want="$(cat "${pins[@]}" | sha256sum | cut -d' ' -f1)"
 stamp="$venv/.requirements.sha256"
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -46,6 +51,10 @@ echo "setup_env: installing lane '$lane' into $target"
 args=(-r "$req")
 [[ -f "$constraints" ]] && args+=(-c "$constraints")
 "$target/bin/python" -m pip install --quiet --disable-pip-version-check "${args[@]}"
+if [[ -f "$nodeps" ]]; then
+  "$target/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --no-deps -r "$nodeps"
+fi
 echo "$want" > "$target/.requirements.sha256"
 [[ "$target" == "$venv" ]] || ln -sfn "$target" "$venv"
 echo "setup_env: done ($("$venv/bin/python" -c 'import tensorflow as tf; print("tensorflow", tf.__version__)' 2>/dev/null))"

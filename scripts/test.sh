@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Sets up every lane and runs its tests; the README's test command.
-#   scripts/test.sh                 # both lanes: modern (pytest, TF 2.20) and
+#   scripts/test.sh                 # every lane: modern (pytest, TF 2.20),
 #                                   # bazel (the legacy lane, TF 2.15.1, under
 #                                   # Bazel: every target built, every test
-#                                   # module run)
+#                                   # module run), corpus (public codebases,
+#                                   # real Estimator vs the project) and
+#                                   # suite (tensorflow/estimator's own tests
+#                                   # through the facade), newest (TF 2.21:
+#                                   # the tests of the runners, the facade
+#                                   # and the main job, NEWEST_TESTS)
 #   scripts/test.sh legacy          # one lane; extra args go to pytest:
 #   scripts/test.sh legacy -k flags # (legacy: the same tests, pytest only)
 # Prints one closing line 'N passed, N failed' over all lanes; exits non-zero
@@ -20,13 +25,21 @@ if [[ $# -gt 0 && "$1" != -* ]]; then lanes=("$1"); shift; fi
 if [[ ${#lanes[@]} -eq 0 ]]; then
   # The legacy lane's test modules run once, under Bazel (on .venv/legacy),
   # not a second time under pytest.
-  lanes=(modern bazel)
+  lanes=(modern bazel corpus suite newest)
 fi
+
+# The newest lane (TF 2.21) runs what depends on the TensorFlow version:
+# the runners, the facade, the legacy launcher and the main job.
+NEWEST_TESTS="${NEWEST_TESTS:-tests/main_test.py tests/tf2_runner_test.py
+  tests/native_runner_test.py tests/legacy_estimator_test.py
+  tests/legacy_api_test.py tests/legacy_launcher_test.py
+  tests/legacy_programs_test.py tests/estimator_compat_test.py
+  tests/tf_private_test.py}"
 
 passed=0; failed=0; status=0
 count() {  # count LANE_OUTPUT_FILE: add the lane's closing counts.
   local line p f e
-  line="$(grep -E '^(=+ )?[0-9]+ (passed|failed)|^[a-z]*:? ?[0-9]+ passed, [0-9]+ failed' "$1" | tail -n1)"
+  line="$(grep -E '^(=+ )?[0-9]+ (passed|failed)|^[a-z_]*:? ?[0-9]+ passed, [0-9]+ failed' "$1" | tail -n1)"
   p="$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
   f="$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
   e="$(grep -oE '[0-9]+ error' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
@@ -40,6 +53,10 @@ for lane in "${lanes[@]}"; do
   out="$(mktemp)"
   if [[ "$lane" == bazel ]]; then
     bash scripts/bazel_test.sh "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
+  elif [[ "$lane" == corpus ]]; then
+    bash scripts/corpus.sh 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
+  elif [[ "$lane" == suite ]]; then
+    bash scripts/estimator_suite.sh 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
   else
     if ! bash scripts/setup_env.sh "$lane"; then
       echo "test.sh: setting up lane $lane failed" >&2; status=1; continue
@@ -47,7 +64,10 @@ for lane in "${lanes[@]}"; do
     jobs="${TEST_JOBS:-$(nproc)}"
     workers=()
     [[ "$jobs" -gt 1 ]] && workers=(-n "$jobs" --dist loadfile)
-    ".venv/$lane/bin/python" -m pytest -q --durations=15 "${workers[@]}" "$@" 2>&1 | tee "$out"
+    tests=()
+    [[ "$lane" == newest && $# -eq 0 ]] && IFS=$' \t\n' read -rd '' -a tests <<<"$NEWEST_TESTS"
+    ".venv/$lane/bin/python" -m pytest -q --durations=15 "${workers[@]}" \
+        "${tests[@]}" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
   fi
   count "$out"; rm -f "$out"

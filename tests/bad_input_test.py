@@ -250,3 +250,12 @@ def test_main_refuses_model_dir_of_another_configuration(tmp_path):
   assert tf.train.latest_checkpoint(model_dir).endswith('model.ckpt-5')
   reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
   assert reader.get_variable_to_shape_map()['mlp/dense1/bias'] == [8]
+
+
+def test_unreachable_remote_data_dir_names_the_flag_without_a_traceback():
+  """An unreachable gs:// bucket (no network or no such bucket) stops the
+  trainer with one line naming --data_dir and what to check."""
+  result = testutil.run_main(['--data_dir=gs://tpu-trainer-no-such-bucket-0/x',
+                              '--train_steps=1'])
+  assert result.returncode != 0
+  assert '--data_dir' in result.stderr and 'Traceback' not in result.stderr

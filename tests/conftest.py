@@ -15,10 +15,15 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
+# As every entry point does before TensorFlow's first import: Keras 2
+# (tf-keras) for legacy model code on TF >= 2.16.
+from trainer import startup  # pylint: disable=g-import-not-at-top
+startup.select_keras()
+
 # On TF without tf.estimator, model code looks up tf.estimator.ModeKeys and
 # TPUEstimatorSpec at import: provide the tf2 runner's stand-ins first.
-from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
-estimator_compat.install()
+from trainer.legacy import install as facade  # pylint: disable=g-import-not-at-top
+facade.install()
 
 
 # Bazel test sharding (shard_count in tests/BUILD): shard i of n runs every

@@ -11,13 +11,13 @@ import json
 import os
 import sys
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests import testutil
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import facade_private
+from trainer.legacy import behavior
 from trainer.legacy import cluster
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export
@@ -25,7 +25,7 @@ from trainer.legacy import hooks
 from trainer.legacy import install
 from trainer.legacy import run_config
 from trainer.legacy import session_config
-from trainer.legacy import specs
+from trainer.api import specs
 from trainer.legacy import unsupported
 from trainer.tf2 import checkpoint_listeners
 from trainer.tf2 import graph_check
@@ -75,7 +75,7 @@ def test_public_and_private_paths_resolve_to_the_facade():
 
 @requires_facade
 def test_install_is_idempotent_and_has_estimator_means_the_real_one():
-  assert not estimator_compat.install()  # conftest installed it.
+  assert not install.install()  # conftest installed it.
   assert install.installed() and not estimator_compat.has_estimator()
 
 
@@ -96,20 +96,21 @@ def test_unsupported_apis_fail_naming_the_alternative():
     with pytest.raises(unsupported.UnsupportedApiError, match=api):
       unsupported.stub(api)()
   if not testutil.HAS_ESTIMATOR:
-    with pytest.raises(unsupported.UnsupportedApiError, match='queues'):
-      tf.compat.v1.estimator.inputs.numpy_input_fn({'x': np.zeros(3)})
     with pytest.raises(unsupported.UnsupportedApiError, match='TPUEmbedding'):
       tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec()
 
 
-@requires_facade
-def test_disable_v2_behavior_is_neutralised_with_one_warning(caplog):
-  from tensorflow.python.compat import v2_compat  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
-  tf.compat.v1.disable_v2_behavior()
-  tf.compat.v1.disable_eager_execution()
-  v2_compat.disable_v2_behavior()
-  assert tf.executing_eagerly()
-  assert tf.compat.v1.resource_variables_enabled()
+def test_tf2_behavior_is_restored_after_a_tf2_runner_call():
+  """A program that disabled TF2 behaviour keeps it disabled around the
+  facade's tf2-runner calls, which get TF2 behaviour inside."""
+  tf.compat.v1.disable_resource_variables()
+  try:
+    with behavior.tf2_behavior():
+      assert tf.executing_eagerly()
+      assert tf.compat.v1.resource_variables_enabled()
+    assert not tf.compat.v1.resource_variables_enabled()
+  finally:
+    tf.compat.v1.enable_resource_variables()
 
 
 # -- configuration objects ------------------------------------------------------
@@ -176,14 +177,16 @@ def test_session_config_applies_what_tf2_can():
 def test_spec_types_check_what_estimator_checks():
   keys = specs.ModeKeys
   assert (keys.TRAIN, keys.EVAL, keys.PREDICT) == ('train', 'eval', 'infer')
-  with pytest.raises(ValueError, match='missing train_op'):
+  with pytest.raises(ValueError, match='Missing train_op'):
     specs.EstimatorSpec(keys.TRAIN, loss=tf.constant(1.))
-  with pytest.raises(ValueError, match='missing predictions'):
+  with pytest.raises(ValueError, match='Missing predictions'):
     specs.EstimatorSpec(keys.PREDICT)
   with pytest.raises(TypeError, match='SessionRunHook'):
     specs.TPUEstimatorSpec(keys.TRAIN, training_hooks=[object()])
-  with pytest.raises(ValueError, match='mode must be one of'):
-    specs.TPUEstimatorSpec('training')
+  with pytest.raises(ValueError, match='Loss must be scalar'):
+    specs.EstimatorSpec(keys.EVAL, loss=tf.constant([1., 2.]))
+  assert specs.EstimatorSpec(  # One element: reshaped to a scalar.
+      keys.EVAL, loss=tf.constant([[1.]])).loss.shape == ()
   spec = specs.TPUEstimatorSpec(keys.EVAL, loss=tf.constant(1.))
   assert spec.training_hooks == () and spec.scaffold_fn is None
 

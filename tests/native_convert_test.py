@@ -205,8 +205,8 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices('CPU')[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from trainer.compat import estimator as estimator_compat
-estimator_compat.install()
+from trainer.legacy import install as facade
+facade.install()
 from model_fn.native import classifier, models, optimization
 from tests import native_tf1, testutil
 from trainer.native import checkpoints, convert

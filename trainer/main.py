@@ -7,8 +7,14 @@ Exit status: 0 done; 1 error, with a message saying what to fix; 143
 preempted by SIGTERM after writing a checkpoint (run it again to continue).
 """
 
+import sys  # pylint: disable=g-bad-import-order
+
+from trainer import startup
+
+if __name__ == '__main__':  # Before TensorFlow's first import.
+  startup.prepare(sys.argv)
+
 import logging as logging_lib
-import sys
 import tempfile
 
 from absl import app
@@ -16,30 +22,16 @@ from absl import flags
 from absl import logging
 
 import flags as trainer_flags
-from input_fn import corrupt_records
-from model_fn import warm_start
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
-from trainer import tpu_cluster
 from trainer import user_flags
-from trainer.guard import fingerprint
-from trainer.guard import lock
-from trainer.guard import nonfinite
+from trainer.api import errors
 from trainer.guard import preemption
 from trainer.guard import run_guard
-from trainer.native import checkpoints as native_checkpoints
+from trainer.legacy import install as facade
 
 FLAGS = flags.FLAGS
-
-# Errors whose message says what to do: printed without a traceback.
-_FATAL_ERRORS = (tpu_cluster.TPUUnreachableError,
-                 lock.ModelDirLockedError,
-                 fingerprint.ModelDirMismatchError,
-                 nonfinite.NonFiniteLossError,
-                 corrupt_records.CorruptRecordError,
-                 warm_start.InitCheckpointError,
-                 native_checkpoints.NativeCheckpointError)
 
 
 def _log_once():
@@ -63,6 +55,7 @@ def resolve_input_fns(params):
 
 def main(argv):
   _log_once()
+  startup.quiet_tensorflow_logger()
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   user_flags.log_shared()
@@ -74,8 +67,8 @@ def main(argv):
     serving_input_fn = params['serving_input_fn'] and (
         registry.resolve_serving_input_fn(params['serving_input_fn']))
     extra = run_guard.check_inputs(params)  # Before any graph is built.
-  except ValueError as e:
-    raise app.UsageError(str(e)) from e
+  except ValueError as e:  # A flag at fault: its name and value are said.
+    raise SystemExit(f'FATAL Flags parsing error: {e}') from e
   if params['model_dir'] is None:
     params = params_lib.with_model_dir(params,
                                        tempfile.mkdtemp(prefix='trainer-'))
@@ -88,7 +81,7 @@ def main(argv):
     logging.warning('%s', e)
     print(f'preempted: {e}', file=sys.stderr)
     raise SystemExit(preemption.EXIT_STATUS) from e
-  except _FATAL_ERRORS as e:
+  except errors.TrainerError as e:  # Its message says what to do.
     logging.error('%s', e)
     raise SystemExit(f'error: {e}') from e
   for key, value in result.items():
@@ -96,6 +89,7 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   try:  # Model modules first: their own flags can then be set.
     user_flags.define_all(sys.argv, trainer_flags.define_flags)
   except user_flags.FlagClashError as e:

@@ -39,8 +39,6 @@ def _import_file(path):
 
 
 def _import_module(module_name, flag, spec):
-  from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
-  estimator_compat.install()  # Model code may name tf.estimator at import.
   if module_name.endswith('.py'):
     if not os.path.isfile(module_name):
       raise ValueError(f'--{flag}={spec}: file {module_name} does not exist.')
@@ -81,8 +79,6 @@ def resolve(spec, builtins, flag):
 
 def resolve_model_fn(spec):
   """model_fn(features, labels, mode, params) named by --model."""
-  from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
-  estimator_compat.install()  # Model code may name tf.estimator.ModeKeys.
   from model_fn import models  # pylint: disable=g-import-not-at-top
   return resolve(spec, models.MODEL_FNS, 'model')
 

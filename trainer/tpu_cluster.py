@@ -8,10 +8,12 @@ import urllib.parse
 from absl import logging
 import tensorflow as tf
 
+from trainer.api import errors
+
 CONNECT_TIMEOUT_SECS = 60
 
 
-class TPUUnreachableError(RuntimeError):
+class TPUUnreachableError(errors.TrainerError, RuntimeError):
   """The TPU named by --tpu cannot be resolved or reached."""
 
 

@@ -33,6 +33,7 @@ from absl import logging
 
 from trainer import params as params_lib
 from trainer import registry
+from trainer.api import errors
 
 MODULE_FLAGS = ('model', 'input', 'eval_input', 'predict_input',
                 'serving_input_fn')
@@ -49,7 +50,7 @@ SHARED = {}  # {flag name: defining module} of the last define_shared.
 YIELDED = {}  # {flag name: defining module}: built-in-only names taken.
 
 
-class FlagClashError(ValueError):
+class FlagClashError(errors.TrainerError, ValueError):
   """A module defines a trainer flag's name with another value type."""
 
 
@@ -69,8 +70,6 @@ def module_specs(argv):
 def import_modules(argv):
   """Imports the modules that argv's module flags name, so that the flags
   they define exist before parsing. Failures are left to the entry point."""
-  from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
-  estimator_compat.install()  # Model code names tf.estimator at import.
   from input_fn import inputs  # pylint: disable=g-import-not-at-top
   from model_fn import models  # pylint: disable=g-import-not-at-top
   builtins = {'model': models.MODEL_FNS, 'input': inputs.INPUT_FNS,

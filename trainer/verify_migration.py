@@ -76,9 +76,15 @@ compared. --augmentation defaults to none here (ResNet-18 with pad_crop
 measured 3.1e-6, XLA on one side only).
 """
 
+import sys  # pylint: disable=g-bad-import-order
+
+from trainer import startup
+
+if __name__ == '__main__':  # Before TensorFlow's first import.
+  startup.prepare(sys.argv)
+
 import os
 import shutil
-import sys
 import tempfile
 
 from absl import app
@@ -86,13 +92,14 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from trainer.api import errors
 import flags as trainer_flags
 from model_fn import layers
-from trainer import controller
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
 from trainer import user_flags
+from trainer.legacy import install as facade
 from trainer.compat import estimator as estimator_compat
 from trainer.tf2 import runner as tf2_runner
 from trainer.tf2 import strategy as strategy_lib
@@ -105,7 +112,7 @@ BFLOAT16_ROUNDOFF = 2.0 ** -8  # bfloat16 keeps 8 significant bits.
 NOT_COMPARABLE_STATUS = 2
 
 
-class NotComparableError(ValueError):
+class NotComparableError(errors.TrainerError, ValueError):
   """The two runners compute different math by construction."""
 
 
@@ -424,5 +431,6 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   define_flags()
   app.run(main)

@@ -1,24 +1,39 @@
-"""Estimator names for model code on TF without Estimator (thin re-exports).
+"""Whether this TensorFlow has the real Estimator, and the Estimator names
+model code uses on every TensorFlow.
 
-The stand-ins live in trainer/legacy (the Estimator facade): install() puts
-the whole facade at tf.estimator / tf.compat.v1.estimator where Estimator is
-missing, so legacy model modules import and run unmodified under the tf2
-runner; where Estimator exists it changes nothing.
+TensorFlow <= 2.15 ships tf.estimator (TPUEstimator included); later ones do
+not. `has_estimator()` tells, whatever the facade (trainer/legacy) has put
+in its place. `ModeKeys`, `EstimatorSpec` and `TPUEstimatorSpec` are the
+real classes where they exist (TPUEstimator checks the spec's class), else
+trainer.api's, the very classes the facade publishes under tf.estimator.
+Importing this module changes nothing.
 """
 
-from trainer.legacy import install as _install
-from trainer.legacy import specs as _specs
+import importlib
 
-ModeKeys = _specs.ModeKeys
-EstimatorSpec = _specs.EstimatorSpec
-TPUEstimatorSpec = _specs.TPUEstimatorSpec
-has_estimator = _install.has_estimator
+import tensorflow as tf
+
+from trainer.api import specs as _specs
+
+# Set on every module the facade creates (trainer/legacy/install.py).
+FACADE_MARK = '_trainer_legacy_facade'
 
 
-def install():
-  """Installs the facade where TF lacks Estimator; True if this call did.
+def has_estimator():
+  """True when this TensorFlow ships the real TPUEstimator (not the facade)."""
+  importlib.import_module('tensorflow.compat.v1')
+  module = getattr(tf.compat.v1, 'estimator', None)
+  if module is None or getattr(module, FACADE_MARK, False):
+    return False
+  return hasattr(getattr(module, 'tpu', None), 'TPUEstimator')
 
-  False where the real Estimator exists or the facade is in place already.
-  Idempotent; call it before importing model code.
-  """
-  return _install.install()
+
+if has_estimator():
+  ModeKeys = tf.estimator.ModeKeys
+  EstimatorSpec = tf.estimator.EstimatorSpec
+  TPUEstimatorSpec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec
+else:
+  ModeKeys = _specs.ModeKeys
+  EstimatorSpec = _specs.EstimatorSpec
+  TPUEstimatorSpec = _specs.TPUEstimatorSpec
+

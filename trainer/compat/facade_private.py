@@ -8,14 +8,16 @@
     (the cadence and listeners of a CheckpointSaverHook, the last step of a
     StopAtStepHook), so the tf2 runner and the facade can honour them
     without a Session;
-  * the module `tensorflow.python.compat.v2_compat`, whose
-    disable_v2_behavior() the facade neutralises.
+  * eager execution as a context (`context.eager_mode()`) and whether
+    control flow v2 is on: a program that disabled TF2 behaviour gets it
+    back for the facade's tf2-runner calls only.
 These have not changed from TF 2.15 to 2.21; tests/legacy_api_test.py
 reads each on every lane.
 """
 
 # pylint: disable=g-direct-tensorflow-import,protected-access
-from tensorflow.python.compat import v2_compat
+from tensorflow.python.eager import context
+from tensorflow.python.ops import control_flow_util
 from tensorflow.python.saved_model.model_utils import export_output
 from tensorflow.python.training import basic_session_run_hooks
 
@@ -26,7 +28,6 @@ PredictOutput = export_output.PredictOutput
 EvalOutput = export_output.EvalOutput
 SecondOrStepTimer = basic_session_run_hooks.SecondOrStepTimer
 NanLossDuringTrainingError = basic_session_run_hooks.NanLossDuringTrainingError
-V2_COMPAT_MODULE = v2_compat
 
 
 def timer_cadence(timer):
@@ -47,3 +48,20 @@ def saver_hook_config(hook):
   return {'dir': hook._checkpoint_dir, 'every_steps': steps,
           'every_secs': secs, 'listeners': list(hook._listeners),
           'saver': hook._saver, 'scaffold': hook._scaffold}
+
+
+def add_saver_listener(hook, listener):
+  """Attaches a CheckpointSaverListener to a CheckpointSaverHook (once), as
+  Estimator attaches train()'s saving_listeners."""
+  if listener not in hook._listeners:
+    hook._listeners.append(listener)
+
+
+def eager_mode():
+  """A context running eagerly, even where the program disabled eager
+  execution (what tf.distribute needs)."""
+  return context.eager_mode()
+
+
+def control_flow_v2_enabled():
+  return control_flow_util.ENABLE_CONTROL_FLOW_V2

@@ -25,7 +25,14 @@ behave as in a TF1 Graph again:
   * a Keras metric that was updated reports an update op, as Keras' v1
     Metric class does in a TF1 graph (Estimator's EstimatorSpec requires
     it of Metric objects in eval_metric_ops; in a trace the update runs
-    anyway, by automatic control dependencies).
+    anyway, by automatic control dependencies);
+  * a tf.summary (v2) file writer made inside the trace, which
+    create_file_writer lifts out and initialises at once (TF then answers
+    `init()` with None), answers `init()` with a no-op, as `init()` in a TF1
+    graph gives an op (`tf.control_dependencies([writer.init()])`, SimCLR);
+    and the graph that writes with it (`as_default()`) keeps it alive: TF
+    destroys a writer's resource with its Python object, which the model_fn
+    drops when it returns, and the traced writes would then fail.
 
 `reads_at_step_start(variable)` makes every read of one variable while a
 step is built give its value at the step's start: TF1's executor runs a
@@ -43,11 +50,13 @@ every idiom on both lanes.
 import contextlib
 import sys
 import threading
+import weakref
 
 import tensorflow as tf
 # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.distribute import distribute_utils
 from tensorflow.python.ops import resource_variable_ops
+from tensorflow.python.ops import summary_ops_v2
 from tensorflow.python.training import basic_session_run_hooks
 # pylint: enable=g-direct-tensorflow-import
 
@@ -57,6 +66,10 @@ _ORIGINAL_OP = _Variable.op
 _ORIGINAL_SAVER_INIT = _Saver.__init__
 _ORIGINAL_READ = _Variable._read_variable_op  # pylint: disable=protected-access
 _ORIGINAL_INITIALIZER = _Variable.initializer
+_Writer = summary_ops_v2._ResourceSummaryWriter  # pylint: disable=protected-access
+_ORIGINAL_WRITER = {name: _Writer.__dict__[name]
+                    for name in ('init', 'as_default', 'set_as_default')}
+_graph_writers = weakref.WeakKeyDictionary()  # graph -> writers it uses.
 
 _lock = threading.Lock()
 _depth = 0
@@ -209,6 +222,35 @@ def reads_at_step_start(variable, value):
             del _step_start[key]
 
 
+def _writer_init(writer):
+  """writer.init(): a no-op in a trace for a writer initialised when it was
+  made (eagerly: create_file_writer lifts itself out of traces)."""
+  op = _ORIGINAL_WRITER['init'](writer)
+  if op is None and not tf.executing_eagerly():
+    return tf.no_op(name='summary_writer_initialized')
+  return op
+
+
+def _keep_writer(writer):
+  """The graph being built keeps `writer` as long as the graph lives."""
+  if not tf.executing_eagerly():
+    graph = tf.compat.v1.get_default_graph()
+    with _lock:
+      writers = _graph_writers.setdefault(graph, [])
+      if not any(w is writer for w in writers):
+        writers.append(writer)
+
+
+def _writer_as_default(writer, step=None):
+  _keep_writer(writer)
+  return _ORIGINAL_WRITER['as_default'](writer, step)
+
+
+def _writer_set_as_default(writer, step=None):
+  _keep_writer(writer)
+  return _ORIGINAL_WRITER['set_as_default'](writer, step)
+
+
 _keras_metric_updates = {}  # Metric class -> its original `updates`.
 
 
@@ -239,6 +281,9 @@ def _install():
   _Variable._read_variable_op = _read_variable_op  # pylint: disable=protected-access
   _Saver.__init__ = _saver_init
   basic_session_run_hooks._as_graph_element = _as_graph_element  # pylint: disable=protected-access
+  _Writer.init = _writer_init
+  _Writer.as_default = _writer_as_default
+  _Writer.set_as_default = _writer_set_as_default
   for metric in _keras_metric_classes():
     _keras_metric_updates[metric] = metric.__dict__.get('updates')
     metric.updates = property(_metric_updates)
@@ -250,6 +295,8 @@ def _uninstall():
   _Variable._read_variable_op = _ORIGINAL_READ  # pylint: disable=protected-access
   _Saver.__init__ = _ORIGINAL_SAVER_INIT
   basic_session_run_hooks._as_graph_element = _ORIGINAL_AS_GRAPH_ELEMENT  # pylint: disable=protected-access
+  for name, original in _ORIGINAL_WRITER.items():
+    setattr(_Writer, name, original)
   for metric, original in _keras_metric_updates.items():
     if original is None:
       del metric.updates

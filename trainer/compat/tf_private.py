@@ -96,3 +96,73 @@ def fed_session_callable(session, feeds, fetches):
     return run(*[np.asarray(v, d) for v, d in zip(values, dtypes)])
 
   return call
+
+
+# What tf.estimator checks a spec's tensors against: graph and eager tensors,
+# variables (core.Tensor covers them all on TF 2.15-2.21).
+TENSOR_TYPES = (tf.compat.v2.__internal__.types.Tensor,)
+
+
+def inside_function():
+  """True while a tf.function is being traced (the graph is a FuncGraph)."""
+  return tf.compat.v1.get_default_graph().building_function
+
+
+def export_utils():
+  """TF core's SavedModel signature helpers (model_utils.export_utils), the
+  module tf.estimator's export_lib re-exported up to 2.15."""
+  from tensorflow.python.saved_model.model_utils import export_utils as module  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return module
+
+
+def flush_summary_writer(writer):
+  """An op flushing the tf.summary writer resource `writer` (graph mode)."""
+  return tf.raw_ops.FlushSummaryWriter(writer=writer)
+
+
+def training_module():
+  """tensorflow.python.training.training, looked up at each call: Estimator
+  calls its MonitoredTrainingSession through it (tests patch it there)."""
+  from tensorflow.python.training import training  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return training
+
+
+def evaluation_module():
+  """tensorflow.python.training.evaluation: `_evaluate_once` (evaluation
+  with update ops per batch and final ops once, what Estimator.evaluate
+  runs) and `_StopAfterNEvalsHook`."""
+  from tensorflow.python.training import evaluation  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return evaluation
+
+
+def create_global_step_read(graph):
+  """Caches the read of global_step that Estimator makes before the model_fn
+  (training_util's private cache, GLOBAL_STEP_READ_KEY)."""
+  from tensorflow.python.training import training_util  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return training_util._get_or_create_global_step_read(graph)  # pylint: disable=protected-access
+
+
+def saved_model_variables_path(export_dir):
+  """(variables dir, variables checkpoint prefix) of a SavedModel dir."""
+  from tensorflow.python.saved_model import path_helpers  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return (path_helpers.get_variables_dir(export_dir),
+          path_helpers.get_variables_path(export_dir))
+
+
+def add_train_op_to_builder(builder, train_op):
+  """SavedModelBuilder._add_train_op: what Estimator's export does to keep a
+  TRAIN graph's train op in the SavedModel."""
+  builder._add_train_op(train_op)  # pylint: disable=protected-access
+
+
+def standard_ps_ops():
+  """The op types a replica device setter places on ps tasks."""
+  from tensorflow.python.training import device_setter  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return list(device_setter.STANDARD_PS_OPS)
+
+
+def graph_mode():
+  """A context in which TF runs graph mode, as Estimator's methods do (TF1
+  FileWriters and Sessions refuse eager execution)."""
+  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return context.graph_mode()

@@ -14,6 +14,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from trainer.api import errors
 from trainer.guard import lock
 
 FINGERPRINT_FILE = 'trainer_config.json'
@@ -23,7 +24,7 @@ _MODEL_KEYS = {'mlp': ('mlp_hidden_units',),
                'resnet': ('resnet_depth', 'resnet_stem')}
 
 
-class ModelDirMismatchError(ValueError):
+class ModelDirMismatchError(errors.TrainerError, ValueError):
   """model_dir holds a run of another model configuration."""
 
 

@@ -16,10 +16,12 @@ import time
 
 from absl import logging
 
+from trainer.api import errors
+
 LOCK_FILE = '.trainer.lock'
 
 
-class ModelDirLockedError(RuntimeError):
+class ModelDirLockedError(errors.TrainerError, RuntimeError):
   """Another live process holds the model_dir lock."""
 
 

@@ -10,8 +10,10 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from trainer.api import errors
 
-class NonFiniteLossError(RuntimeError):
+
+class NonFiniteLossError(errors.TrainerError, RuntimeError):
   """The loss or the variables became NaN or Inf."""
 
 

@@ -12,11 +12,13 @@ import threading
 
 from absl import logging
 
+from trainer.api import errors
+
 EXIT_STATUS = 128 + signal.SIGTERM
 _requested = threading.Event()
 
 
-class PreemptedError(Exception):
+class PreemptedError(errors.TrainerError):
   """Training stopped on SIGTERM after checkpointing."""
 
 

@@ -21,7 +21,6 @@ input, eval events, Scaffold, export signatures) is the runner's.
 """
 
 import dataclasses
-import importlib
 from typing import Any, Optional
 
 from absl import logging
@@ -29,23 +28,14 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.guard import nonfinite
+from trainer.tf2 import runner as tf2_runner
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import runner_fns
 from trainer.legacy import session_config
-from trainer.legacy import specs
+from trainer.api import specs
 
 ModeKeys = specs.ModeKeys
 _tpu_strategies = {}  # id(resolver) -> TPUStrategy, one per process.
-
-
-def _tf2_runner():
-  """trainer.tf2.runner, imported at first use.
-
-  The runner imports trainer.compat.estimator, which installs this facade:
-  a module-level import would be a cycle. Entry points that use the facade
-  (//trainer/legacy:legacy, its tests) depend on //trainer/tf2:runner.
-  """
-  return importlib.import_module('trainer.tf2.runner')
 
 
 @dataclasses.dataclass
@@ -59,7 +49,7 @@ class Model:
   train_batch_size: Optional[int] = None
   eval_batch_size: Optional[int] = None
   predict_batch_size: Optional[int] = None
-  warm_start: Any = None  # runner_fns.WarmStart
+  warm_start: Any = None  # WarmStartSettings or None.
 
   def batch_size(self, mode):
     """TPUEstimator's global batch for mode (None for Estimator)."""
@@ -102,6 +92,13 @@ def _kind(strategy):
   if isinstance(strategy, tf.distribute.MirroredStrategy):
     return 'mirrored'
   return type(strategy).__name__
+
+
+def _checkpoint_step(model_dir):
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    return 0
+  return tf.train.load_checkpoint(path).get_tensor('global_step')
 
 
 def _check_checkpoint(path):
@@ -168,7 +165,7 @@ class Backend:
     config = self.model.config
     _check_cluster(config)
     fns = runner_fns.RunnerFns(self.model, input_fn)
-    runner = _tf2_runner().Tf2Runner(
+    runner = tf2_runner.Tf2Runner(
         self._params(mode, train_steps), fns.model_fn,
         None if input_fn is None else fns.input_fn, model_params={},
         config=config, strategy=self._strategy(mode))
@@ -176,16 +173,18 @@ class Backend:
                        runner.strategy_kind == 'tpu')
     return runner, fns
 
-  def train(self, input_fn, *, to_step, hooks, listeners):
-    """Trains from model_dir's latest checkpoint to global step `to_step`
-    (None: until the input ends), with the hooks and listeners of the call;
-    returns the final global step."""
+  def train(self, input_fn, *, hooks, listeners):
+    """Trains from model_dir's latest checkpoint until a StopAtStepHook of
+    `hooks` says (or the input ends), with the call's hooks and listeners;
+    returns None (the runner reports losses in its progress lines)."""
+    start = int(_checkpoint_step(self.model.model_dir))
+    to_step = hooks_lib.stop_step(hooks, start)
     runner, _ = self._runner(ModeKeys.TRAIN, input_fn, to_step)
     try:
       runner.train(to_step, hooks=hooks, saving_listeners=listeners)
     except nonfinite.NonFiniteLossError as e:
       raise hooks_lib.NanLossDuringTrainingError() from e
-    return runner.global_step()
+    return None
 
   def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):
     """Estimator.evaluate's dict (the runner writes model_dir/eval[_name])."""

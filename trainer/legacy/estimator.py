@@ -1,39 +1,53 @@
-"""Estimator and TPUEstimator of the facade, backed by the tf2 runner.
+"""Estimator and TPUEstimator of the facade.
 
-Same constructor arguments, checks and method contracts as Estimator's:
-  train(input_fn, hooks, steps, max_steps, saving_listeners)  resumes from
-      model_dir; stops after `steps` more or at `max_steps` (skipped if
-      already there); checkpoints when it starts, as RunConfig says, and at
-      the end; returns self;
-  evaluate(input_fn, steps, hooks, checkpoint_path, name)  returns
-      {metrics..., 'loss', 'global_step'} and writes model_dir/eval[_name];
-  predict(input_fn, predict_keys, hooks, checkpoint_path,
-      yield_single_examples)  yields per-example dicts (or values);
-  export_saved_model(...)  returns the export path as bytes;
-  get_variable_value, get_variable_names, latest_checkpoint, eval_dir,
-  model_dir, config, params, model_fn.
-The work is done by the tf2 runner through trainer/legacy/backend.py; what
-it cannot do raises a NotImplementedError naming the API.
+Same constructor arguments, checks and method contracts as
+tensorflow_estimator 2.15's. Each call runs on one of two engines:
+  * the graph engine (trainer/graph): Estimator's own execution model, a
+    TF1 graph and a MonitoredSession per call, on one device; used whenever
+    the real Estimator would run on one device: no train_distribute /
+    eval_distribute, TPUEstimator with use_tpu=False or no TPU found;
+  * the tf2 runner (trainer/tf2, through backend.py), for what needs
+    tf.distribute: a RunConfig train_distribute / eval_distribute strategy,
+    a TPUEstimator on a TPU, a TF_CONFIG cluster of chief/worker tasks
+    (MultiWorkerMirroredStrategy).
+Methods: train(input_fn, hooks, steps, max_steps, saving_listeners),
+evaluate(input_fn, steps, hooks, checkpoint_path, name), predict(input_fn,
+predict_keys, hooks, checkpoint_path, yield_single_examples),
+export_saved_model / export_savedmodel / experimental_export_all_saved_models,
+get_variable_value, get_variable_names, latest_checkpoint, eval_dir,
+model_dir, config, params, model_fn. Subclasses may not override them.
 """
 
 import collections
 import copy
+import math
 import os
 import tempfile
 
-from absl import logging
 import tensorflow as tf
 
+from trainer.api import specs
 from trainer.compat import estimator_calls
+from trainer.compat import tf_private
+from trainer.graph import evaluate as graph_evaluate
+from trainer.graph import export as graph_export
+from trainer.graph import predict as graph_predict
+from trainer.graph import program as program_lib
+from trainer.graph import train as graph_train
 from trainer.legacy import backend
+from trainer.legacy import behavior
 from trainer.legacy import cluster
-from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
-from trainer.legacy import runner_fns
-from trainer.legacy import specs
 
 ModeKeys = specs.ModeKeys
+_v1 = tf.compat.v1
 _RESERVED_PARAMS_KEYS = ('batch_size', 'context')
+_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'config'}
+_ALLOWED_OVERRIDES = frozenset((
+    'model_fn', '_create_and_assert_global_step', '_export_all_saved_models',
+    '_tf_api_names', '_tf_api_names_v1', '_estimator_api_names',
+    '_estimator_api_names_v1', '_estimator_api_constants',
+    '_estimator_api_constants_v1', 'latest_checkpoint'))
 
 
 class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
@@ -51,100 +65,152 @@ class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
                            var_name_to_prev_var_name or {})
 
 
-VocabInfo = tf.compat.v1.train.VocabInfo
+VocabInfo = _v1.train.VocabInfo
 
 
 def _warm_start_settings(warm_start_from):
   """WarmStartSettings for Estimator's warm_start_from argument, or None."""
   if warm_start_from is None:
     return None
-  if isinstance(warm_start_from, (str, bytes, os.PathLike)):
-    path = os.fsdecode(warm_start_from)
-    variables = os.path.join(path, 'variables', 'variables')
-    if tf.io.gfile.exists(variables + '.index'):  # A SavedModel.
-      path = variables
-    return WarmStartSettings(path)
-  if isinstance(warm_start_from, WarmStartSettings):
+  if isinstance(warm_start_from, (str, bytes)):
+    variables_dir, variables_path = tf_private.saved_model_variables_path(
+        warm_start_from)
+    if _v1.gfile.Exists(os.path.join(variables_dir,
+                                     tf.compat.as_text('variables.index'))):
+      _v1.logging.info('Warm-starting from a SavedModel')
+      return WarmStartSettings(ckpt_to_initialize_from=variables_path)
+    return WarmStartSettings(ckpt_to_initialize_from=warm_start_from)
+  if isinstance(warm_start_from, tuple) and getattr(
+      warm_start_from, '_fields', None) == WarmStartSettings._fields:
     return warm_start_from
   raise ValueError('warm_start_from must be a string or a WarmStartSettings, '
                    f'instead got {type(warm_start_from)}')
 
 
 def _config_with_model_dir(config, model_dir):
-  """Estimator's rule: model_dir from the argument or config, else temporary."""
+  """Estimator's rule: model_dir from the argument or config, else a new
+  temporary directory; a default session config when there is none."""
   if config is None:
     config = run_config.RunConfig()
+    _v1.logging.info('Using default config.')
   if not isinstance(config, run_config.RunConfig):
     raise ValueError('config must be an instance of `RunConfig`, but provided '
                      f'{config}.')
+  if config.session_config is None:
+    config = run_config.RunConfig.replace(
+        config, session_config=program_lib.default_session_config())
   if model_dir is not None:
     model_dir = os.fspath(model_dir)
-  if model_dir and config.model_dir and model_dir != config.model_dir:
+    if isinstance(model_dir, bytes):
+      model_dir = model_dir.decode()
+  if model_dir and config.model_dir is not None and (
+      config.model_dir != model_dir):
     raise ValueError(
         '`model_dir` are set both in constructor and `RunConfig`, but with '
         f"different values. In constructor: '{model_dir}', in `RunConfig`: "
         f"'{config.model_dir}' ")
   if model_dir:
-    return config.replace(model_dir=model_dir)
-  if not config.model_dir:
+    return run_config.RunConfig.replace(config, model_dir=model_dir)
+  if config.model_dir is None:
     model_dir = tempfile.mkdtemp()
-    logging.warning('Using temporary folder as model directory: %s',
-                    model_dir)
-    return config.replace(model_dir=model_dir)
+    _v1.logging.warn('Using temporary folder as model directory: %s',
+                     model_dir)
+    return run_config.RunConfig.replace(config, model_dir=model_dir)
   return config
 
 
 def load_global_step_from_checkpoint_dir(checkpoint_dir):
   """global_step of the latest checkpoint in checkpoint_dir; 0 if none."""
   try:
-    path = tf.train.latest_checkpoint(checkpoint_dir)
-    return int(tf.train.load_checkpoint(path).get_tensor('global_step'))
+    reader = _v1.train.NewCheckpointReader(
+        tf.train.latest_checkpoint(checkpoint_dir))
+    return reader.get_tensor(_v1.GraphKeys.GLOBAL_STEP)
   except Exception:  # pylint: disable=broad-except  (Estimator's contract)
     return 0
 
 
-_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'config'}
-
-
 def _verify_model_fn_args(model_fn, params):
   """Raises ValueError as Estimator does for a model_fn it cannot call."""
-  estimator_calls.check_model_fn(model_fn)
   args = set(estimator_calls.fn_args(model_fn))
+  if 'features' not in args:
+    raise ValueError(f'model_fn ({model_fn}) must include features argument.')
   if params is not None and 'params' not in args:
     raise ValueError(f'model_fn ({model_fn}) does not include params '
                      f'argument, but params ({params}) is passed to '
                      'Estimator.')
-  unexpected = sorted(args - _MODEL_FN_ARGS)
+  if params is None and 'params' in args:
+    _v1.logging.warn("Estimator's model_fn (%s) includes params argument, but "
+                     'params are not passed to Estimator.', model_fn)
+  unexpected = list(args - _MODEL_FN_ARGS)
   if unexpected:
     raise ValueError(f'model_fn ({model_fn}) has following not expected '
                      f'args: {unexpected}')
 
 
+def _assert_members_are_not_overridden(cls, obj):
+  """ValueError if a subclass of Estimator overrides one of its members."""
+  if obj.__class__.__name__ == 'TPUEstimator':
+    return
+  members = {m for m in dir(cls) if not m.startswith('__')}
+  overridden = [
+      m for m in (members & set(obj.__class__.__dict__)) - _ALLOWED_OVERRIDES
+      if getattr(cls, m) != getattr(obj.__class__, m)]
+  if overridden:
+    raise ValueError('Subclasses of Estimator cannot override members of '
+                     f'Estimator. {obj.__class__} does override {overridden}')
+
+
+def _check_hooks_type(hooks):
+  hooks = list(hooks or [])
+  for hook in hooks:
+    if not isinstance(hook, _v1.train.SessionRunHook):
+      raise TypeError(f'Hooks must be a SessionRunHook, given: {hook}')
+  return hooks
+
+
+def _check_listeners_type(listeners):
+  listeners = list(listeners or [])
+  for listener in listeners:
+    if not isinstance(listener, _v1.train.CheckpointSaverListener):
+      raise TypeError('saving_listeners must be a list of '
+                      f'CheckpointSaverListener, given: {listener}')
+  return listeners
+
+
+def _multi_worker(config):
+  """A TF_CONFIG cluster of several chief/worker tasks and no ps."""
+  return config.num_ps_replicas == 0 and config.num_worker_replicas > 1
+
+
 class Estimator:
-  """tf.estimator.Estimator on the tf2 runner (see the module docstring)."""
+  """tf.estimator.Estimator (see the module docstring)."""
 
   def __init__(self, model_fn, model_dir=None, config=None, params=None,
                warm_start_from=None):
+    _assert_members_are_not_overridden(Estimator, self)
+    self._setup(model_fn, model_dir, config, params, warm_start_from,
+                verify=True)
+
+  def _setup(self, model_fn, model_dir, config, params, warm_start_from,
+             verify):
     self._config = _config_with_model_dir(config, model_dir)
-    logging.info('Using config: %s', self._config)
+    self._model_dir = self._config.model_dir
+    self._session_config = self._config.session_config
+    self._train_distribution = self._config.train_distribute
+    self._eval_distribution = self._config.eval_distribute
     if model_fn is None:
       raise ValueError('model_fn must be provided to Estimator.')
-    _verify_model_fn_args(model_fn, params)
+    if verify:
+      _verify_model_fn_args(model_fn, params)
     self._model_fn = model_fn
     self._params = copy.deepcopy(params or {})
-    settings = _warm_start_settings(warm_start_from)
-    self._warm_start = runner_fns.WarmStart(settings) if settings else None
-    self._backend = backend.Backend(self._model())
-
-  def _model(self):
-    return backend.Model(model_fn=self._model_fn, params=self._params,
-                         config=self._config, warm_start=self._warm_start)
+    self._warm_start_settings = _warm_start_settings(warm_start_from)
 
   # -- properties -----------------------------------------------------------
 
   @property
   def model_dir(self):
-    return self._config.model_dir
+    return self._model_dir
 
   @property
   def config(self):
@@ -159,13 +225,14 @@ class Estimator:
     """model_fn(features, labels, mode, config) bound to self.params."""
 
     def public_model_fn(features, labels, mode, config):
-      return estimator_calls.call_model_fn(self._model_fn, features, labels,
-                                           mode, self.params, config)
+      return self._program().call_model_fn(features, labels, mode,
+                                           config=config)
 
     return public_model_fn
 
   def eval_dir(self, name=None):
-    return os.path.join(self.model_dir, 'eval_' + name if name else 'eval')
+    return os.path.join(self._model_dir, 'eval' if not name else
+                        'eval_' + name)
 
   def latest_checkpoint(self):
     return tf.train.latest_checkpoint(self.model_dir)
@@ -185,109 +252,173 @@ class Estimator:
     self._check_checkpoint()
     return [name for name, _ in tf.train.list_variables(self.model_dir)]
 
+  # -- engines --------------------------------------------------------------
+
+  def _program(self):
+    """What the graph engine runs for this Estimator."""
+    return program_lib.Program(
+        model_fn=self._model_fn, params=self._params, config=self._config,
+        warm_start=self._warm_start_settings, tpu=self._tpu_settings())
+
+  def _tpu_settings(self):
+    return None  # TPUEstimator: its TPUSettings.
+
+  def _needs_tf2(self, mode):
+    """Whether `mode` runs under tf.distribute (the tf2 runner)."""
+    distribution = (self._train_distribution if mode == ModeKeys.TRAIN
+                    else self._eval_distribution)
+    return distribution is not None or _multi_worker(self._config)
+
+  def _backend(self):
+    return backend.Backend(backend.Model(
+        model_fn=self._model_fn, params=self._params, config=self._config,
+        warm_start=self._warm_start_settings))
+
   # -- train ----------------------------------------------------------------
 
   def train(self, input_fn, hooks=None, steps=None, max_steps=None,
             saving_listeners=None):
-    """Trains; see the module docstring. Returns self."""
-    if self._config.task_type in (run_config.TaskType.EVALUATOR,
-                                  run_config.TaskType.PS):
+    """Trains; returns self (see tf.estimator.Estimator.train)."""
+    if self.config.task_type in (run_config.TaskType.EVALUATOR,
+                                 run_config.TaskType.PS):
       raise ValueError(
           'Train has been called wrong configuration. Please use '
           'tf.estimator.train_and_evaluate which calls proper API according '
-          f'to given configuration. Current configuration: {self._config}.')
+          f'to given configuration. Current configuration: {self.config}.')
     if steps is not None and max_steps is not None:
       raise ValueError('Can not provide both steps and max_steps.')
     if steps is not None and steps <= 0:
       raise ValueError(f'Must specify steps > 0, given: {steps}')
     if max_steps is not None and max_steps <= 0:
       raise ValueError(f'Must specify max_steps > 0, given: {max_steps}')
-    start = load_global_step_from_checkpoint_dir(self.model_dir)
-    if max_steps is not None and max_steps <= start:
-      logging.info('Skipping training since max_steps has already saved.')
-      return self
-    hooks = hooks_lib.check_hooks(hooks, 'train(hooks=...)')
-    hooks_lib.refuse_unsupported(hooks, 'train(hooks=...)')
-    listeners = list(saving_listeners or [])
-    saver_hooks = [h for h in hooks
-                   if isinstance(h, hooks_lib.CheckpointSaverHook)]
-    if listeners and not saver_hooks and not (
-        self._config.save_checkpoints_steps or
-        self._config.save_checkpoints_secs):
-      raise ValueError(
-          'There should be a CheckpointSaverHook to use saving_listeners. '
-          'Please set one of the RunConfig.save_checkpoints_steps or '
-          'RunConfig.save_checkpoints_secs.')
-    stops = [s for s in (max_steps, None if steps is None else start + steps,
-                         hooks_lib.stop_step(hooks, start)) if s is not None]
-    step = self._backend.train(
-        input_fn, to_step=min(stops) if stops else None, hooks=hooks,
-        listeners=listeners)
-    logging.info('Trained to global step %d.', step)
+    if max_steps is not None:
+      start = load_global_step_from_checkpoint_dir(self._model_dir)
+      if max_steps <= start:
+        _v1.logging.info('Skipping training since max_steps has already '
+                         'saved.')
+        return self
+    hooks = _check_hooks_type(hooks)
+    hooks.extend(self._convert_train_steps_to_hooks(steps, max_steps))
+    saving_listeners = _check_listeners_type(saving_listeners)
+    if self._needs_tf2(ModeKeys.TRAIN):
+      with behavior.tf2_behavior():
+        loss = self._backend().train(input_fn, hooks=hooks,
+                                     listeners=saving_listeners)
+    else:
+      loss = graph_train.train(self._program(), input_fn, hooks,
+                               saving_listeners)
+    _v1.logging.info('Loss for final step: %s.', loss)
     return self
 
-  # -- evaluate, predict, export --------------------------------------------
+  def _convert_train_steps_to_hooks(self, steps, max_steps):
+    if steps is None and max_steps is None:
+      return []
+    return [_v1.train.StopAtStepHook(steps, max_steps)]
+
+  # -- evaluate, predict ----------------------------------------------------
 
   def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None,
                name=None):
-    """Metrics of the latest (or the given) checkpoint; see the docstring."""
-    hooks = hooks_lib.check_hooks(hooks, 'evaluate(hooks=...)')
-    hooks_lib.refuse_unsupported(hooks, 'evaluate(hooks=...)')
-    if steps is not None and steps <= 0:
-      raise ValueError(f'Must specify steps > 0, given: {steps}')
-    return self._backend.evaluate(input_fn, steps=steps,
-                                  checkpoint_path=checkpoint_path,
-                                  hooks=hooks, name=name)
+    """Metrics of the latest (or the given) checkpoint, with global_step."""
+    hooks = _check_hooks_type(hooks)
+    if self._needs_tf2(ModeKeys.EVAL):
+      if steps is not None and steps <= 0:
+        raise ValueError(f'Must specify steps > 0, given: {steps}')
+      with behavior.tf2_behavior():
+        return self._backend().evaluate(input_fn, steps=steps,
+                                        checkpoint_path=checkpoint_path,
+                                        hooks=hooks, name=name)
+    return graph_evaluate.evaluate(self._program(), input_fn, steps, hooks,
+                                   checkpoint_path, name)
 
   def predict(self, input_fn, predict_keys=None, hooks=None,
               checkpoint_path=None, yield_single_examples=True):
-    """Yields predictions; see the module docstring."""
-    hooks = hooks_lib.check_hooks(hooks, 'predict(hooks=...)')
-    hooks_lib.refuse_unsupported(hooks, 'predict(hooks=...)')
-    yield from self._backend.predict(
-        input_fn, checkpoint_path=checkpoint_path, hooks=hooks,
-        yield_single_examples=yield_single_examples,
-        predict_keys=predict_keys)
+    """Yields predictions (see tf.estimator.Estimator.predict)."""
+    hooks = _check_hooks_type(hooks)
+    if self._needs_tf2(ModeKeys.PREDICT):
+      with behavior.tf2_behavior():
+        yield from self._backend().predict(
+            input_fn, checkpoint_path=checkpoint_path, hooks=hooks,
+            yield_single_examples=yield_single_examples,
+            predict_keys=predict_keys)
+      return
+    yield from graph_predict.predict(self._program(), input_fn, predict_keys,
+                                     hooks, checkpoint_path,
+                                     yield_single_examples)
+
+  # -- export ---------------------------------------------------------------
 
   def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
                          assets_extra=None, as_text=False,
                          checkpoint_path=None,
                          experimental_mode=ModeKeys.PREDICT):
-    """Exports a SavedModel under export_dir_base/TIMESTAMP; its path, bytes."""
+    """Exports a SavedModel of `experimental_mode` under export_dir_base;
+    returns its directory (bytes)."""
     if not serving_input_receiver_fn:
       raise ValueError('An input_receiver_fn must be defined.')
-    if experimental_mode != ModeKeys.PREDICT or assets_extra or as_text:
-      raise NotImplementedError(
-          'export_saved_model(experimental_mode=..., assets_extra=..., '
-          'as_text=True) is not supported by trainer.legacy: export the '
-          'PREDICT graph only, as a binary SavedModel.')
-    path = self._backend.export(os.fspath(export_dir_base),
-                                serving_input_receiver_fn,
-                                checkpoint_path=checkpoint_path)
-    return tf.compat.as_bytes(path)
+    return self._export_all_saved_models(
+        export_dir_base, {experimental_mode: serving_input_receiver_fn},
+        assets_extra=assets_extra, as_text=as_text,
+        checkpoint_path=checkpoint_path, strip_default_attrs=True)
+
+  def experimental_export_all_saved_models(self, export_dir_base,
+                                           input_receiver_fn_map,
+                                           assets_extra=None, as_text=False,
+                                           checkpoint_path=None):
+    """Exports one SavedModel with a meta graph per mode of the map."""
+    return self._export_all_saved_models(
+        export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
+        as_text=as_text, checkpoint_path=checkpoint_path,
+        strip_default_attrs=True)
 
   def export_savedmodel(self, export_dir_base, serving_input_receiver_fn,
                         assets_extra=None, as_text=False,
                         checkpoint_path=None, strip_default_attrs=False):
     """Deprecated name of export_saved_model (tf.compat.v1)."""
-    del strip_default_attrs
-    return self.export_saved_model(export_dir_base, serving_input_receiver_fn,
-                                   assets_extra, as_text, checkpoint_path)
+    if not serving_input_receiver_fn:
+      raise ValueError('An input_receiver_fn must be defined.')
+    return self._export_all_saved_models(
+        export_dir_base, {ModeKeys.PREDICT: serving_input_receiver_fn},
+        assets_extra=assets_extra, as_text=as_text,
+        checkpoint_path=checkpoint_path,
+        strip_default_attrs=strip_default_attrs)
 
-  def experimental_export_all_saved_models(self, *args, **kwargs):
-    del args, kwargs
-    raise NotImplementedError(
-        'Estimator.experimental_export_all_saved_models is not supported by '
-        'trainer.legacy: call export_saved_model (PREDICT graph) instead.')
+  def _export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
+                               assets_extra=None, as_text=False,
+                               checkpoint_path=None,
+                               strip_default_attrs=True):
+    return graph_export.export_all(
+        self._program(), export_dir_base, input_receiver_fn_map,
+        assets_extra=assets_extra, as_text=as_text,
+        checkpoint_path=checkpoint_path,
+        strip_default_attrs=strip_default_attrs)
+
+
+EstimatorV2 = Estimator
+
+
+def _parse_iterations_per_loop(value):
+  """('count', n) or ('seconds', s) of TPUConfig.iterations_per_loop."""
+  if isinstance(value, int):
+    return 'count', value
+  text = str(value).strip()
+  units = {'s': 1, 'm': 60, 'h': 3600}
+  if text and text[-1] in units and text[:-1].isdigit():
+    return 'seconds', int(text[:-1]) * units[text[-1]]
+  if text.isdigit():
+    return 'count', int(text)
+  raise ValueError(f'Invalid TPUConfig `iterations_per_loop` value: {value!r}.')
 
 
 class TPUEstimator(Estimator):
-  """tf.compat.v1.estimator.tpu.TPUEstimator on the tf2 runner.
+  """tf.compat.v1.estimator.tpu.TPUEstimator.
 
-  The model_fn gets params['batch_size'] (per replica) and
-  params['use_tpu'] = False (the strategy, not CrossShardOptimizer,
-  combines gradients); input_fn gets params['batch_size'] and, with several
-  replicas, params['context'].
+  Off TPU (use_tpu=False, or no TPU found under --cpu_fallback) it runs as
+  TPUEstimator does there, on the graph engine: params['batch_size'] is the
+  global batch of the mode, params['use_tpu'] False, a TPUEstimatorSpec
+  runs through as_estimator_spec(), global_step/sec and examples/sec are
+  logged every ceil(log_step_count_steps / iterations_per_loop) steps. On a
+  TPU it runs on the tf2 runner's TPUStrategy.
   """
 
   def __init__(self, model_fn=None, model_dir=None, config=None, params=None,
@@ -296,38 +427,64 @@ class TPUEstimator(Estimator):
                export_to_tpu=True, export_to_cpu=True, warm_start_from=None,
                embedding_config_spec=None,
                export_saved_model_api_version=1):
-    del batch_axis, eval_on_tpu, export_to_cpu, export_saved_model_api_version
+    del batch_axis, eval_on_tpu
     if config is None or not isinstance(config, run_config.TPURunConfig):
       raise ValueError(
           '`config` must be provided with type `tpu_config.RunConfig`')
     if params is not None and any(k in params for k in _RESERVED_PARAMS_KEYS):
       raise ValueError(f'{list(_RESERVED_PARAMS_KEYS)} are reserved keys but '
                        f'existed in params {params}.')
+    if use_tpu and cluster.is_fallback(config.cluster):
+      cluster.log_use_tpu_fallback()
+      use_tpu = False
+    if use_tpu:
+      if train_batch_size is None:
+        raise ValueError('`train_batch_size` cannot be `None`')
+      for name, value in (('train_batch_size', train_batch_size),
+                          ('eval_batch_size', eval_batch_size),
+                          ('predict_batch_size', predict_batch_size)):
+        if value is not None and (not isinstance(value, int) or value <= 0):
+          raise ValueError(f'{name} must be positive integer; got {value}.')
     if embedding_config_spec is not None:
       raise NotImplementedError(
           'TPUEstimator(embedding_config_spec=...) (TPU embeddings) is not '
           'supported by trainer.legacy: use tf.tpu.experimental.embedding.'
           'TPUEmbedding under TPUStrategy, or a regular embedding lookup.')
-    if use_tpu and cluster.is_fallback(config.cluster):
-      cluster.log_use_tpu_fallback()
-      use_tpu = False
-    if use_tpu and train_batch_size is None:
-      raise ValueError('`train_batch_size` cannot be `None`')
-    for name, value in (('train_batch_size', train_batch_size),
-                        ('eval_batch_size', eval_batch_size),
-                        ('predict_batch_size', predict_batch_size)):
-      if value is not None and (not isinstance(value, int) or value <= 0):
-        raise ValueError(f'{name} must be a positive integer, got {value!r}.')
+    if export_saved_model_api_version not in (1, 2) and getattr(
+        export_saved_model_api_version, 'value', None) not in (1, 2):
+      raise ValueError('export_saved_model_api_version should be 1 or 2; '
+                       f'got {export_saved_model_api_version}.')
+    _verify_model_fn_args(model_fn, params)
+    log_every_n_steps = config.log_step_count_steps
+    config = config.replace(log_step_count_steps=None)
+    self._setup(model_fn, model_dir, config, params or {}, warm_start_from,
+                verify=False)
+    unit, value = _parse_iterations_per_loop(
+        self._config.tpu_config.iterations_per_loop)
+    log_every_n_secs = None
+    if unit == 'seconds':
+      log_every_n_steps, log_every_n_secs = None, value
+    elif log_every_n_steps is not None:
+      log_every_n_steps = int(math.ceil(float(log_every_n_steps) / value))
     self._use_tpu = bool(use_tpu)
     self._batch_sizes = (train_batch_size, eval_batch_size, predict_batch_size)
-    self._export_to_tpu = export_to_tpu
-    super().__init__(model_fn=model_fn, model_dir=model_dir, config=config,
-                     params=params, warm_start_from=warm_start_from)
+    self._settings = program_lib.TPUSettings(
+        train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
+        predict_batch_size=predict_batch_size,
+        log_every_n_steps=log_every_n_steps,
+        log_every_n_secs=log_every_n_secs, export_to_cpu=export_to_cpu,
+        export_to_tpu=export_to_tpu)
 
-  def _model(self):
+  def _tpu_settings(self):
+    return self._settings
+
+  def _needs_tf2(self, mode):
+    return self._use_tpu or super()._needs_tf2(mode)
+
+  def _backend(self):
     train, eval_, predict = self._batch_sizes
-    return backend.Model(
+    return backend.Backend(backend.Model(
         model_fn=self._model_fn, params=self._params, config=self._config,
         is_tpu=True, use_tpu=self._use_tpu, train_batch_size=train,
         eval_batch_size=eval_, predict_batch_size=predict,
-        warm_start=self._warm_start)
+        warm_start=self._warm_start_settings))

@@ -14,6 +14,7 @@ training with UnsupportedHookError naming what to do instead.
 
 import tensorflow as tf
 
+from trainer.api import errors
 from trainer.compat import facade_private
 
 _train = tf.compat.v1.train
@@ -36,7 +37,7 @@ SecondOrStepTimer = facade_private.SecondOrStepTimer
 NanLossDuringTrainingError = facade_private.NanLossDuringTrainingError
 
 
-class UnsupportedHookError(NotImplementedError):
+class UnsupportedHookError(errors.TrainerError, NotImplementedError):
   """A hook the facade cannot honour without a Session."""
 
 

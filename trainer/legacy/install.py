@@ -6,8 +6,7 @@ On TensorFlow without Estimator (>= 2.16), install() sets
 and registers the same modules in sys.modules under those names and under
 the private paths old programs import: tensorflow.python.estimator[.*],
 tensorflow_estimator[.python.estimator[.*]], tensorflow.python.tpu.
-tpu_estimator / tpu_config. It also neutralises disable_v2_behavior()
-(trainer/legacy/behavior.py). Idempotent; on TF with the real Estimator it
+tpu_estimator / tpu_config. Idempotent; on TF with the real Estimator it
 changes nothing.
 """
 
@@ -19,26 +18,34 @@ import types
 from absl import logging
 import tensorflow as tf
 
-from trainer.legacy import behavior
+from trainer.api import specs
+from trainer.compat import estimator as estimator_compat
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export
 from trainer.legacy import hooks
+from trainer.legacy import inputs
 from trainer.legacy import run_config
-from trainer.legacy import specs
 from trainer.legacy import training
 from trainer.legacy import unsupported
 
-FACADE_MARK = '_trainer_legacy_facade'
+FACADE_MARK = estimator_compat.FACADE_MARK
+
+
+class PredictionKeys:
+  """The prediction dict keys of canned Estimators (their public names)."""
+  CLASSES = 'classes'
+  CLASS_IDS = 'class_ids'
+  ALL_CLASSES = 'all_classes'
+  ALL_CLASS_IDS = 'all_class_ids'
+  LOGISTIC = 'logistic'
+  LOGITS = 'logits'
+  PREDICTIONS = 'predictions'
+  PROBABILITIES = 'probabilities'
+  TOP_K = 'top_k'
+
+
 _modules = {}
-
-
-def has_estimator():
-  """True when this TensorFlow ships the real TPUEstimator (not the facade)."""
-  importlib.import_module('tensorflow.compat.v1')
-  module = getattr(tf.compat.v1, 'estimator', None)
-  if module is None or getattr(module, FACADE_MARK, False):
-    return False
-  return hasattr(getattr(module, 'tpu', None), 'TPUEstimator')
+has_estimator = estimator_compat.has_estimator
 
 
 def _module(name, names, package=False):
@@ -78,6 +85,8 @@ _EXPORT_NAMES = (
 def _namespaces():
   """{module name: (names, is_package)} of every facade module."""
   export_names = {n: getattr(export, n) for n in _EXPORT_NAMES}
+  input_names = {'numpy_input_fn': inputs.numpy_input_fn,
+                 'pandas_input_fn': inputs.pandas_input_fn}
   tpu = {'TPUEstimator': estimator_lib.TPUEstimator,
          'TPUEstimatorSpec': specs.TPUEstimatorSpec,
          'RunConfig': run_config.TPURunConfig,
@@ -103,12 +112,31 @@ def _namespaces():
       'VocabInfo': estimator_lib.VocabInfo,
       '_load_global_step_from_checkpoint_dir':
           estimator_lib.load_global_step_from_checkpoint_dir}
+  canned = {n: v2[n] for n in v2 if n.startswith(('DNN', 'Linear', 'Baseline',
+                                                    'BoostedTrees'))}
   private = {
       '': ({}, True),
+      '.canned': (dict(canned), True),
+      '.canned.dnn': ({n: v for n, v in canned.items()
+                       if n.startswith('DNN') and 'Linear' not in n}, False),
+      '.canned.linear': ({n: v for n, v in canned.items()
+                          if n.startswith('Linear')}, False),
+      '.canned.dnn_linear_combined': ({n: v for n, v in canned.items()
+                                       if n.startswith('DNNLinear')}, False),
+      '.canned.baseline': ({n: v for n, v in canned.items()
+                            if n.startswith('Baseline')}, False),
+      '.canned.prediction_keys': ({'PredictionKeys': PredictionKeys}, False),
       '.estimator': (estimator_module, False),
       '.estimator_lib': (dict(v2), False),
       '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
-                     'ModeKeys': specs.ModeKeys}, False),
+                     'ModeKeys': specs.ModeKeys,
+                     'LOSS_METRIC_KEY': specs.LOSS_METRIC_KEY,
+                     'AVERAGE_LOSS_METRIC_KEY': 'average_loss'}, False),
+      '.inputs': (input_names, True),
+      '.inputs.inputs': (input_names, False),
+      '.inputs.numpy_io': ({'numpy_input_fn': inputs.numpy_input_fn}, False),
+      '.inputs.pandas_io': ({'pandas_input_fn': inputs.pandas_input_fn},
+                            False),
       '.mode_keys': ({'ModeKeys': specs.ModeKeys}, False),
       '.run_config': ({'RunConfig': run_config.RunConfig,
                        'TaskType': run_config.TaskType}, False),
@@ -132,8 +160,7 @@ def _namespaces():
       'tensorflow.compat.v1.estimator': (dict(v2), True),
       'tensorflow.compat.v1.estimator.export': (export_names, False),
       'tensorflow.compat.v1.estimator.experimental': (experimental, False),
-      'tensorflow.compat.v1.estimator.inputs': (
-          unsupported.stubs('tf.compat.v1.estimator.inputs'), False),
+      'tensorflow.compat.v1.estimator.inputs': (input_names, False),
       'tensorflow.compat.v1.estimator.tpu': (tpu, True),
       'tensorflow.compat.v1.estimator.tpu.experimental': (
           unsupported.stubs('tf.compat.v1.estimator.tpu.experimental'),
@@ -191,7 +218,6 @@ def install():
   tf.estimator = _modules['tensorflow.estimator']
   tf.compat.v2.estimator = _modules['tensorflow.estimator']
   tf.compat.v1.estimator = _modules['tensorflow.compat.v1.estimator']
-  behavior.neutralise()
   logging.info('TensorFlow %s has no tf.estimator: installed the '
                'trainer.legacy facade (Estimator API on the tf2 runner).',
                tf.__version__)

@@ -12,11 +12,13 @@ TensorFlow is imported); on TF <= 2.15 nothing changes, so the same command
 gives the real TPUEstimator's reference run. --cpu_fallback works on both.
 """
 
-import importlib.metadata
 import importlib.util
 import os
 import runpy
 import sys
+
+from trainer import startup
+from trainer.api import errors
 
 USAGE = """\
 usage: python -m trainer.legacy [--cpu_fallback] (PROGRAM.py | -m MODULE) [ARGS...]
@@ -33,7 +35,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
-class UsageError(Exception):
+class UsageError(errors.TrainerError):
   """A bad launcher command line; the message says what is wrong."""
 
 
@@ -69,37 +71,15 @@ def parse(argv):
                    'module (-m their.package.main).')
 
 
-def _tensorflow_version():
-  for dist in ('tensorflow', 'tensorflow-cpu', 'tf-nightly', 'tensorflow-gpu'):
-    try:
-      return tuple(int(p) for p in importlib.metadata.version(dist).split(
-          '.')[:2])
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-      continue
-  return None
-
-
-def select_keras():
-  """TF >= 2.16 with tf-keras installed: Keras 2 for tf.compat.v1.layers.
-
-  Must run before TensorFlow is imported; an explicit TF_USE_LEGACY_KERAS
-  is kept.
-  """
-  version = _tensorflow_version()
-  if version is not None and version < (2, 16):
-    return
-  if 'TF_USE_LEGACY_KERAS' not in os.environ and (
-      importlib.util.find_spec('tf_keras') is not None):
-    os.environ['TF_USE_LEGACY_KERAS'] = '1'
-
-
 def _say(message):
   print(f'trainer.legacy: {message}', file=sys.stderr, flush=True)
 
 
 def _prepare(cpu_fallback):
   """Installs the facade (TF >= 2.16) and --cpu_fallback; says what it did."""
-  select_keras()
+  startup.select_keras()
+  if not startup.wants_verbose(sys.argv):  # TF 2.21 logs every placement.
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
   # pylint: disable=g-import-not-at-top  (after the Keras choice)
   import tensorflow as tf
   from trainer.legacy import cluster
@@ -144,10 +124,7 @@ def main(argv):
   except UsageError as e:
     print(f'trainer.legacy: error: {e}\n{USAGE}', file=sys.stderr, end='')
     return 2
-  except Exception as e:  # pylint: disable=broad-except
-    from trainer.legacy import behavior  # pylint: disable=g-import-not-at-top
-    hint = behavior.explain(e)
-    if hint:
-      _say(hint)
-    raise
+  except errors.TrainerError as e:  # Its message says what to do.
+    print(f'trainer.legacy: error: {e}', file=sys.stderr)
+    return 1
   return 0

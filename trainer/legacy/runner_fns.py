@@ -15,11 +15,12 @@ user's functions with exactly what Estimator or TPUEstimator gives them
 """
 
 import re
+import types
 
 import tensorflow as tf
 
 from trainer.compat import estimator_calls
-from trainer.legacy import specs
+from trainer.api import specs
 
 ModeKeys = specs.ModeKeys
 
@@ -96,12 +97,6 @@ class RunnerFns:
     result = estimator_calls.call_input_fn(
         self._input_fn, mode, user_params, model.config,
         input_context if self.distributed else None)
-    if not isinstance(result, tf.data.Dataset):
-      raise TypeError(
-          f'input_fn returned {type(result).__name__}, not a tf.data.Dataset: '
-          'under trainer.legacy input_fn must return the Dataset itself '
-          '(not iterator.get_next() tensors, which TF2 evaluates once). '
-          'Return the dataset; it works on TF 2.15 too.')
     return result
 
   def model_fn(self, features, labels, mode, params):
@@ -130,7 +125,7 @@ class RunnerFns:
     the runner does, so a checkpoint in model_dir wins, as in Estimator)."""
     names = (_variable_names(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES),
              _variable_names(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
-    warm_start = self.model.warm_start
+    warm_start = WarmStart(self.model.warm_start)
     tpu_spec = hasattr(spec, 'scaffold_fn')
     user = spec.scaffold_fn if tpu_spec else getattr(spec, 'scaffold', None)
 
@@ -146,4 +141,7 @@ class RunnerFns:
 
     if tpu_spec:
       return spec._replace(scaffold_fn=scaffold_fn)
-    return spec._replace(scaffold=scaffold_fn)
+    # An EstimatorSpec's scaffold must be a Scaffold: hand the runner its
+    # fields with the scaffold function instead (trainer/tf2/spec.py reads
+    # a callable scaffold as a scaffold_fn).
+    return types.SimpleNamespace(**dict(spec._asdict(), scaffold=scaffold_fn))

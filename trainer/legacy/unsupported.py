@@ -7,8 +7,10 @@ table is the single source of MIGRATION.md's "not supported" list.
 
 import tensorflow as tf
 
+from trainer.api import errors
 
-class UnsupportedApiError(NotImplementedError):
+
+class UnsupportedApiError(errors.TrainerError, NotImplementedError):
   """An Estimator API the trainer.legacy facade does not provide."""
 
 
@@ -25,10 +27,6 @@ _FEATURE_COLUMNS = (
 _EARLY_STOP = (
     'early-stopping hooks read eval results inside a Session',
     'loop over train(steps=N) / evaluate() and stop on the returned metrics')
-_INPUTS = ('it feeds through queues, which need a Session',
-           'return tf.data.Dataset.from_tensor_slices((features, labels)) '
-           'from the input_fn')
-
 # (API, why, alternative), by the name it has under tf.estimator or
 # tf.compat.v1.estimator.
 APIS = {
@@ -69,8 +67,6 @@ APIS = {
         'it reads eval events to choose exports',
         'use tf.estimator.LatestExporter or FinalExporter, or export after '
         'evaluate() when the metric improves'),
-    'tf.compat.v1.estimator.inputs.numpy_input_fn': _INPUTS,
-    'tf.compat.v1.estimator.inputs.pandas_input_fn': _INPUTS,
     'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
         'TPU embeddings need TPUEstimator\'s TPU-embedding infeed',
         'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '

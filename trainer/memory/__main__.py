@@ -14,6 +14,13 @@ training input pipeline holds (shuffle buffer, cache, prefetched batches:
 host.py).
 """
 
+import sys  # pylint: disable=g-bad-import-order
+
+from trainer import startup
+
+if __name__ == '__main__':  # Before TensorFlow's first import.
+  startup.prepare(sys.argv)
+
 import json
 
 from absl import app
@@ -23,6 +30,7 @@ from absl import logging
 import flags as trainer_flags
 from trainer import params as params_lib
 from trainer import registry
+from trainer.legacy import install as facade
 from trainer.memory import footprint
 from trainer.memory import host
 from trainer.memory import report as report_lib
@@ -109,5 +117,6 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   define_memory_flags()
   app.run(main)

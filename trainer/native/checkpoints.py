@@ -10,6 +10,8 @@ is exactly what the runner restores.
 
 import tensorflow as tf
 
+from trainer.api import errors
+
 CHECKPOINT_PREFIX = 'ckpt'
 # Key every object-based checkpoint has and no TF1 name-based one does.
 OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
@@ -17,7 +19,7 @@ OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
 STEP_KEY = 'global_step/.ATTRIBUTES/VARIABLE_VALUE'
 
 
-class NativeCheckpointError(ValueError):
+class NativeCheckpointError(errors.TrainerError, ValueError):
   """model_dir's checkpoint cannot be restored into the native model."""
 
 

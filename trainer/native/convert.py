@@ -20,6 +20,13 @@ Model flags are the trainer's (flags.py): --model, --num_classes,
 --resnet_stem, --optimizer, and the learning-rate flags.
 """
 
+import sys  # pylint: disable=g-bad-import-order
+
+from trainer import startup
+
+if __name__ == '__main__':  # Before TensorFlow's first import.
+  startup.prepare(sys.argv)
+
 import dataclasses
 import json
 import os
@@ -33,6 +40,7 @@ from model_fn.native import models
 from model_fn.native import optimization
 import tensorflow as tf
 from trainer import params as params_lib
+from trainer.api import errors
 from trainer.native import checkpoints
 
 FLAGS = flags.FLAGS
@@ -51,7 +59,7 @@ MODEL_KEYS = ('model', 'num_classes', 'image_size', 'image_channels',
               'train_steps', 'lr_decay_steps', 'lr_decay_factor')
 
 
-class ConversionError(ValueError):
+class ConversionError(errors.TrainerError, ValueError):
   """The TF1 checkpoint and the native model do not match one to one."""
 
 

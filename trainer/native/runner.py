@@ -39,6 +39,7 @@ from model_fn.native import models
 from model_fn.native import optimization
 import orbit
 import tensorflow as tf
+from trainer import driver
 from trainer import loop
 from trainer import params as params_lib
 from trainer.compat import op_seeds
@@ -196,13 +197,6 @@ class NativeRunner:
     """Writes MODEL_DIR/ckpt-STEP now; its path."""
     return self.checkpoint_manager.save(checkpoint_number=self.global_step())
 
-  def _save(self, step):
-    """A checkpoint at `step`, after the policy's check of the variables."""
-    self._policy.check_variables(nonfinite.finite_by_name(self.variables()),
-                                 step)
-    self.save_checkpoint()
-    self._policy.saved(step)
-
   def global_step(self):
     return int(self.optimizer.iterations.numpy())
 
@@ -282,25 +276,10 @@ class NativeRunner:
     return losses
 
   def train(self, to_step):
-    """Trains until global_step reaches `to_step`, as the loop policy says:
-    checkpoints at its cadence, at the end and on SIGTERM (then returns)."""
-    policy = self._policy
-    step = self.global_step()
-    policy.begin(step, to_step)
-    self._summaries.begin(step)
-    if policy.should_save_at_start(self.latest_checkpoint() is not None):
-      self._save(step)
-    while step < to_step:
-      losses = self.train_loop(policy.loop_steps(step))
-      step = self.global_step()
-      self._summaries.after_loop(step, losses)
-      if self._on_loop_end is not None and self._on_loop_end(step, losses):
-        policy.request_stop()
-      decision = policy.after_loop(step, losses)
-      if decision.save:
-        self._save(step)
-      if decision.stop:
-        break
+    """Trains until global_step reaches `to_step`, as the loop policy says
+    (trainer/driver.py owns the loop): checkpoints at its cadence, at the
+    end and on SIGTERM (then returns)."""
+    driver.train(_NativeLoops(self), self._policy, to_step)
 
   # -- evaluation, prediction, export ------------------------------------------
 
@@ -368,3 +347,42 @@ class NativeRunner:
     tf.saved_model.save(module, target, signatures={'serving_default': serve})
     return target
 
+
+
+class _NativeLoops(driver.LoopTrainer):
+  """A NativeRunner's training, as the driver's LoopTrainer."""
+
+  def __init__(self, runner):
+    self._runner = runner
+
+  def global_step(self):
+    return self._runner.global_step()
+
+  def latest_checkpoint(self):
+    return self._runner.latest_checkpoint()
+
+  def begin(self):
+    self._runner._summaries.begin(self.global_step())  # pylint: disable=protected-access
+
+  def max_loop_steps(self):
+    return None
+
+  def train_loop(self, num_steps):
+    runner = self._runner
+    losses = runner.train_loop(num_steps)
+    step = self.global_step()
+    runner._summaries.after_loop(step, losses)  # pylint: disable=protected-access
+    on_loop_end = runner._on_loop_end  # pylint: disable=protected-access
+    stop = bool(on_loop_end is not None and on_loop_end(step, losses))
+    return driver.LoopResult(losses=losses, stop=stop)
+
+  def finite_variables(self):
+    return nonfinite.finite_by_name(self._runner.variables())
+
+  def save(self, step):
+    del step  # The optimizer's step counter numbers the checkpoint.
+    self._runner.save_checkpoint()
+    return False
+
+  def end(self):
+    pass

@@ -4,18 +4,30 @@ Each evaluate() or predict() loads a checkpoint (the given one, else
 model_dir's latest) through the spec's Scaffold, so an EMA model_fn's
 evaluation saver puts the moving averages in place; without a checkpoint
 the variables are initialised (Scaffold init_fn), as Estimator does.
-Each batch runs the model_fn on every replica in one tf.function; the loss
-is averaged over replicas. Metrics come from either spec:
-  * TPUEstimatorSpec eval_metrics=(metric_fn, tensors): the tensors are
-    gathered from all replicas and metric_fn runs on the host, once, in a
-    graph fed with each batch (host_graph.py), as on TPU;
-  * EstimatorSpec eval_metric_ops: updated inside the step; their
-    accumulators (the model_fn's non-global variables) start from zero in
-    each evaluate(), and the values after the last batch are the result.
-evaluate() writes the result and the evaluated checkpoint's path to
-model_dir/eval (eval_NAME) at its global step, as Estimator does, and runs
-the spec's evaluation_hooks and the call's hooks (hooks.py). The first
-trace is checked for variable updates nothing fetches (graph_check.py).
+
+Evaluation on one host's devices (the default strategy, MirroredStrategy)
+is Estimator's on one device (eval_graph.py): each batch (the global batch,
+partial last batch included) runs through one graph traced once, where
+only what is fetched runs, as in a Session: the loss, the eval_metrics
+tensors, the update ops of eval_metric_ops and what hooks fetch; the value
+ops of eval_metric_ops run once, after the last batch. On several replicas
+the first replica evaluates the whole batch, so the result is the
+one-device result; the model_fn sees params['batch_size'] = the global
+eval batch, as under Estimator. On TPU (and across workers) each replica
+evaluates its own slice in one tf.function, the loss averaged over
+replicas, as TPUEstimator's shards (its first trace is checked for variable
+updates nothing fetches, graph_check.py). Metrics come from either spec:
+  * TPUEstimatorSpec eval_metrics=(metric_fn, tensors): metric_fn runs on
+    the host, once, in a graph fed with each batch's tensors (host_graph.py),
+    as on TPU;
+  * EstimatorSpec eval_metric_ops: (value, update_op) pairs, or Keras
+    Metrics (their update is the step's write to their variables); their
+    accumulators start from zero in each evaluate().
+The loss is the mean of the batches' losses, Estimator's
+`tf.compat.v1.metrics.mean(loss)`. evaluate() writes the result and the
+evaluated checkpoint's path to model_dir/eval (eval_NAME) at its global
+step, as Estimator does, and runs the spec's evaluation_hooks and the
+call's hooks (hooks.py).
 """
 
 import tensorflow as tf
@@ -23,20 +35,28 @@ import tensorflow as tf
 from absl import logging
 
 from trainer.compat import estimator as estimator_compat
+from trainer.tf2 import eval_graph
 from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
+from trainer.tf2 import spec as spec_lib
 from trainer.tf2 import summaries
 
 ModeKeys = estimator_compat.ModeKeys
 _MEAN = tf.distribute.ReduceOp.MEAN
+# Strategy kinds whose replicas each evaluate their own slice of the batch.
+_PER_REPLICA_KINDS = ('tpu', 'multi_worker_mirrored')
+
+
+def _is_keras_metric(metric):
+  return hasattr(metric, 'result') and callable(metric.result)
 
 
 def _metric_value(metric):
   """The value tensor of an eval_metric_ops entry: (value, update) or a
   Keras Metric."""
-  if hasattr(metric, 'result') and callable(metric.result):
+  if _is_keras_metric(metric):
     return metric.result()
   value, _ = metric
   return value
@@ -47,7 +67,7 @@ def _check_metric_ops(metrics, num_replicas):
   (measured: their variables cannot be created in a replica inside
   tf.function, UnliftableError)."""
   pairs = [name for name, metric in (metrics or {}).items()
-           if not callable(getattr(metric, 'result', None))]
+           if not _is_keras_metric(metric)]
   if pairs and num_replicas > 1:
     raise NotImplementedError(
         f'EstimatorSpec.eval_metric_ops {sorted(pairs)} (tf.compat.v1.metrics) '
@@ -63,22 +83,106 @@ def _metric_fetches(metrics):
   updates are not, and write its variables."""
   fetches, variables = [], []
   for metric in (metrics or {}).values():
-    if hasattr(metric, 'result') and callable(metric.result):
+    if _is_keras_metric(metric):
       variables += list(metric.variables)
     else:
       fetches += list(metric)
   return fetches, variables
 
 
+class _OneDeviceSteps:
+  """Evaluation steps on one host's devices: the whole batch on the first
+  replica, in a graph run as a Session runs it (eval_graph.EvalGraph)."""
+
+  def __init__(self, evaluation, dataset, element):
+    self._evaluation = evaluation
+    runner = evaluation.runner
+    self._strategy = runner.strategy
+    batch = self._join(element)
+    spec = eval_graph.joined_spec(getattr(dataset, 'element_spec', None),
+                                  batch, runner.num_replicas)
+    try:  # Variables made in an earlier trace (training's, an evaluation's).
+      with eval_graph.no_new_variables(), runner.scope():
+        self._graph = eval_graph.EvalGraph(self._strategy,
+                                           evaluation.replica_fetches, spec)
+    except eval_graph.NewVariableError:
+      self._make_variables(spec)
+      with runner.scope():
+        self._graph = eval_graph.EvalGraph(self._strategy,
+                                           evaluation.replica_fetches, spec)
+
+  def _join(self, element):
+    return eval_graph.join_replicas(self._strategy, element)
+
+  def _make_variables(self, spec):
+    """Traces the model_fn once (the trace never runs) making its variables
+    eagerly, with the model_fn's names and collections."""
+    runner = self._evaluation.runner
+    strategy = self._strategy
+
+    def replica(features, labels):
+      self._evaluation.call_model_fn(features, labels)
+
+    def make(*flat):
+      batch = tf.nest.pack_sequence_as(spec, list(flat),
+                                       expand_composites=True)
+      strategy.run(model_fn_adapter.plain(replica),
+                   args=model_fn_adapter.features_labels(batch))
+
+    with eval_graph.eager_variables(), runner.scope():
+      tf.function(make, autograph=False).get_concrete_function(
+          *tf.nest.flatten(spec, expand_composites=True))
+
+  def run(self, element):
+    """One batch: (loss, eval_metrics tensors, hook fetches), numpy."""
+    fetched = self._graph.update(self._join(element))
+    return fetched['loss'], fetched['metric_args'], fetched['hooks']
+
+  def values(self):
+    return self._graph.values()
+
+  def check(self, mode):
+    del mode  # Nothing runs that is not fetched, as in a Session.
+
+
+class _ReplicatedSteps:
+  """Evaluation steps on TPU and across workers: each replica its slice,
+  in one tf.function;
+  the loss averaged and the eval_metrics tensors gathered over replicas,
+  eval_metric_ops read after each batch."""
+
+  def __init__(self, evaluation, dataset, element):
+    del dataset
+    self._evaluation = evaluation
+    self._fn = evaluation.distributed_fn(evaluation.replica_eval_step)
+    with evaluation.runner.scope():
+      self._fn.get_concrete_function(element)
+    self._values = {}
+
+  def run(self, element):
+    with self._evaluation.runner.scope():
+      outputs = self._fn(element)
+    self._values = outputs['metric_values']
+    return (outputs['loss'].numpy(),
+            [v.numpy() for v in outputs['metric_args']],
+            [v.numpy() for v in outputs['hooks']])
+
+  def values(self):
+    return {k: v.numpy() for k, v in self._values.items()}
+
+  def check(self, mode):
+    self._evaluation.checks.check(mode)
+
+
 class Evaluation:
   """evaluate / predict of a Tf2Runner (its strategy, module, input)."""
 
   def __init__(self, runner):
-    self._runner = runner
+    self.runner = runner
     self._spec = None  # The normalised spec of the last trace.
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
-    self._checks = graph_check.Recorder()
+    self.checks = graph_check.Recorder()
 
   def _trace_hooks(self, spec, outputs):
     """Hooks traced on the process's first replica (placeholders on the
@@ -87,7 +191,7 @@ class Evaluation:
       outputs['hooks'] = hooks_lib.placeholders_like(
           self._hooks.traced_tensors)
       return
-    runner = self._runner
+    runner = self.runner
     graph = tf.compat.v1.get_default_graph()
     with runner.module.in_call_collections(), graph.name_scope(None):
       hook_runner = hooks_lib.HookRunner(list(spec.hooks) +
@@ -95,12 +199,49 @@ class Evaluation:
       outputs['hooks'] = hook_runner.trace()
     self._hooks = hook_runner
 
-  def _replica_eval_step(self, features, labels):
-    started = graph_check.Recorder.start()
-    spec = self._runner.call_model_fn(features, labels, ModeKeys.EVAL)
+  def call_model_fn(self, features, labels):
+    """The model_fn's EVAL spec on the whole batch of one device:
+    params['batch_size'] is the global eval batch, as under Estimator."""
+    runner = self.runner
+    params = runner.model_params(ModeKeys.EVAL)
+    params['batch_size'] = runner.batch_size(ModeKeys.EVAL)
+    spec = spec_lib.normalize(
+        runner.module(features, labels, ModeKeys.EVAL, params),
+        ModeKeys.EVAL)
     if spec.loss is None:
       raise ValueError('model_fn returned no loss in EVAL.')
-    _check_metric_ops(spec.eval_metric_ops, self._runner.num_replicas)
+    return spec
+
+  def replica_fetches(self, features, labels, replica):
+    """EvalGraph's replica_fn: (fetches, update ops, values) of the model_fn
+    on one device's batch; hooks are traced on the first replica."""
+    first_op = len(tf.compat.v1.get_default_graph().get_operations())
+    spec = self.call_model_fn(features, labels)
+    fetches = {'loss': spec.loss, 'metric_args': [], 'hooks': []}
+    if spec.eval_metrics is not None:
+      fetches['metric_args'] = tf.nest.flatten(spec.eval_metrics[1])
+    values = {name: _metric_value(metric)
+              for name, metric in (spec.eval_metric_ops or {}).items()}
+    updates = [metric[1] for metric in (spec.eval_metric_ops or {}).values()
+               if not _is_keras_metric(metric)]
+    # A Keras Metric's update is its write to its variables, which TF
+    # records nowhere (an EstimatorSpec of TF 2.15 pairs its result with a
+    # stand-in op): run this replica's writes to metric accumulators.
+    updates += eval_graph.variable_writes(
+        self.runner.strategy, self._metric_variables(spec), replica, first_op)
+    if replica == 0:
+      self._spec = spec
+      self._hooks = None
+      self._trace_hooks(spec, fetches)
+    return fetches, updates, values
+
+  def replica_eval_step(self, features, labels):
+    """The replica step of _ReplicatedSteps."""
+    started = graph_check.Recorder.start()
+    spec = self.runner.call_model_fn(features, labels, ModeKeys.EVAL)
+    if spec.loss is None:
+      raise ValueError('model_fn returned no loss in EVAL.')
+    _check_metric_ops(spec.eval_metric_ops, self.runner.num_replicas)
     self._spec = spec
     outputs = {'loss': spec.loss, 'metric_args': [], 'metric_values': {}}
     if spec.eval_metrics is not None:
@@ -110,25 +251,25 @@ class Evaluation:
                                   in spec.eval_metric_ops.items()}
     self._trace_hooks(spec, outputs)
     fetches, updated = _metric_fetches(spec.eval_metric_ops)
-    self._checks.add(started, [spec.loss] + outputs['metric_args'] + fetches +
-                     list(outputs['hooks']), updated)
+    self.checks.add(started, [spec.loss] + outputs['metric_args'] + fetches +
+                    list(outputs['hooks']), updated)
     return outputs
 
   def _replica_predict_step(self, features, labels):
     del labels
     started = graph_check.Recorder.start()
-    spec = self._runner.call_model_fn(features, None, ModeKeys.PREDICT)
+    spec = self.runner.call_model_fn(features, None, ModeKeys.PREDICT)
     if spec.predictions is None:
       raise ValueError('model_fn returned no predictions in PREDICT.')
     self._spec = spec
     outputs = {'predictions': spec.predictions}
     self._trace_hooks(spec, outputs)
-    self._checks.add(started, tf.nest.flatten(spec.predictions) +
-                     list(outputs['hooks']))
+    self.checks.add(started, tf.nest.flatten(spec.predictions) +
+                    list(outputs['hooks']))
     return outputs
 
-  def _distributed_fn(self, replica_fn):
-    strategy = self._runner.strategy
+  def distributed_fn(self, replica_fn):
+    strategy = self.runner.strategy
 
     def fn(element):
       features, labels = model_fn_adapter.features_labels(element)
@@ -156,52 +297,62 @@ class Evaluation:
   def _step(self):
     """The global step of the loaded variables (of checkpoint_path, not
     necessarily the latest checkpoint)."""
-    variable = self._runner.module.variables_by_name().get('global_step')
+    variable = self.runner.module.variables_by_name().get('global_step')
     return 0 if variable is None else int(variable.numpy())
 
-  def _prepare(self, fn, element, checkpoint_path, hooks):
-    """Traces `fn` (creating variables), then loads the checkpoint."""
-    runner = self._runner
-    self._call_hooks = tuple(hooks)
-    with runner.scope():
-      concrete = fn.get_concrete_function(element)
+  def _loaded(self, mode, checks, checkpoint_path):
+    """After the trace: loads the checkpoint, checks the trace."""
+    runner = self.runner
     runner.load(self._spec, checkpoint_path)
-    self._checks.check(self._spec.mode)
+    checks(mode)
     runner.stale = True  # Training reloads its own state before going on.
     if self._hooks:
       self._hooks.after_create_session(self._step)
+
+  def _prepare(self, fn, element, checkpoint_path, hooks):
+    """Traces `fn` (creating variables), then loads the checkpoint."""
+    self._call_hooks = tuple(hooks)
+    with self.runner.scope():
+      concrete = fn.get_concrete_function(element)
+    self._loaded(self._spec.mode, self.checks.check, checkpoint_path)
     return concrete
+
+  def _eval_steps(self, dataset, element, checkpoint_path, hooks):
+    """The steps of one evaluate(), traced, on loaded variables."""
+    self._call_hooks = tuple(hooks)
+    kind = (_ReplicatedSteps if self.runner.strategy_kind in _PER_REPLICA_KINDS
+            else _OneDeviceSteps)
+    steps = kind(self, dataset, element)
+    self._loaded(ModeKeys.EVAL, steps.check, checkpoint_path)
+    self._reset_metric_variables()
+    return steps
 
   def evaluate(self, steps, input_fn, checkpoint_path=None, hooks=(),
                name=None):
     """{'loss', metric names..., 'global_step'} over `steps` batches (all
     of the input when None)."""
-    runner = self._runner
-    eval_fn = self._distributed_fn(self._replica_eval_step)
-    graph, outputs, count = None, None, 0
-    for element in runner.dataset(ModeKeys.EVAL, input_fn):
+    runner = self.runner
+    dataset = runner.dataset(ModeKeys.EVAL, input_fn)
+    eval_steps, graph, count = None, None, 0
+    for element in dataset:
       if steps is not None and count >= steps:
         break
-      if count == 0:
-        self._prepare(eval_fn, element, checkpoint_path, hooks)
-        self._reset_metric_variables()
-      with runner.scope():
-        outputs = eval_fn(element)
+      if eval_steps is None:
+        eval_steps = self._eval_steps(dataset, element, checkpoint_path,
+                                      hooks)
+      loss, metric_args, hooked = eval_steps.run(element)
       if graph is None:
-        graph = self._metrics_graph(
-            [v.numpy() for v in outputs['metric_args']])
-      graph.run(graph.updates, graph.feed({
-          'loss': outputs['loss'].numpy(),
-          'args': [v.numpy() for v in outputs['metric_args']]}))
+        graph = self._metrics_graph(metric_args)
+      graph.run(graph.updates, graph.feed({'loss': loss,
+                                           'args': metric_args}))
       if self._hooks:
-        self._hooks.after_steps([[v.numpy() for v in outputs['hooks']]],
-                                self._step(), self._step)
+        self._hooks.after_steps([hooked], self._step(), self._step)
       count += 1
-    if graph is None:
+    if eval_steps is None:
       raise ValueError('Evaluation input produced no batch.')
     result = {k: float(v) for k, v in graph.run(graph.values).items()}
-    result.update({k: v.numpy().item() if v.shape.rank == 0 else v.numpy()
-                   for k, v in outputs['metric_values'].items()})
+    result.update({k: v.item() if v.ndim == 0 else v
+                   for k, v in eval_steps.values().items()})
     result['global_step'] = self._step()
     if self._hooks:
       self._hooks.end(self._step)
@@ -212,9 +363,19 @@ class Evaluation:
                  'initialised variables (no checkpoint)')
     return result
 
+  def _metric_variables(self, spec):
+    """The metric accumulators: the model_fn's local variables (v1 metrics,
+    Keras Metrics made in it) and the variables of its Keras Metrics."""
+    variables = list(self.runner.module.variables_by_name(local=True).values())
+    for metric in (spec.eval_metric_ops or {}).values():
+      if _is_keras_metric(metric):
+        variables += [v for v in metric.variables
+                      if not any(v is known for known in variables)]
+    return variables
+
   def _reset_metric_variables(self):
     """eval_metric_ops accumulators start from zero, as in a new graph."""
-    for variable in self._runner.module.variables_by_name(local=True).values():
+    for variable in self._metric_variables(self._spec):
       variable.assign(tf.zeros_like(variable))
 
   def _metrics_graph(self, metric_arrays):
@@ -238,8 +399,8 @@ class Evaluation:
               yield_single_examples=True, predict_keys=None):
     """Yields one dict of numpy values per example (or per batch), in input
     order; only `predict_keys` when given."""
-    runner = self._runner
-    predict_fn = self._distributed_fn(self._replica_predict_step)
+    runner = self.runner
+    predict_fn = self.distributed_fn(self._replica_predict_step)
     first = True
     for element in runner.dataset(ModeKeys.PREDICT, input_fn):
       if first:

@@ -20,11 +20,13 @@ import threading
 
 import tensorflow as tf
 
+from trainer.api import errors
+
 _WRITES = re.compile(r'^(Assign|ResourceApply|ResourceSparseApply|'
                      r'ResourceScatter|Scatter|Apply|SparseApply)')
 
 
-class UnfetchedUpdateError(ValueError):
+class UnfetchedUpdateError(errors.TrainerError, ValueError):
   """The model_fn builds variable updates its spec does not fetch."""
 
 

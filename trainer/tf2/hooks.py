@@ -23,13 +23,14 @@ import logging
 
 import tensorflow as tf
 
+from trainer.api import errors
 from trainer.compat import tf1_semantics
 from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
 
 
-class HookNeedsSessionError(RuntimeError):
+class HookNeedsSessionError(errors.TrainerError, RuntimeError):
   """A SessionRunHook needs a tf.compat.v1.Session the tf2 runner lacks."""
 
 

@@ -38,6 +38,7 @@ from trainer.compat import op_seeds
 from trainer.tf2 import evaluate
 from trainer.tf2 import export
 from trainer.tf2 import input_context
+from trainer.tf2 import input_tensors
 from trainer.tf2 import model_fn_adapter
 from trainer.tf2 import name_checkpoints
 from trainer.tf2 import scaffold as scaffold_lib
@@ -45,7 +46,6 @@ from trainer.tf2 import spec as spec_lib
 from trainer.tf2 import strategy as strategy_lib
 from trainer.tf2 import train
 
-estimator_compat.install()  # Before model code looks the names up.
 ModeKeys = estimator_compat.ModeKeys
 _MODES = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
 
@@ -228,8 +228,9 @@ class Tf2Runner:
       params['batch_size'] = context.get_per_replica_batch_size(global_batch)
       params['context'] = input_context.TPUInputContext(context, host)
       with op_seeds.input_fn_op_seeds():  # The estimator runner's seeds.
-        return estimator_calls.call_input_fn(input_fn, mode, params,
-                                             self.config, params['context'])
+        return input_tensors.input_dataset(
+            lambda: estimator_calls.call_input_fn(
+                input_fn, mode, dict(params), self.config, params['context']))
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 

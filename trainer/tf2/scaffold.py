@@ -15,11 +15,12 @@ there cannot run outside its graph and is refused with an error naming it.
 
 from absl import logging
 
+from trainer.api import errors
 from trainer.compat import tf1_semantics
 from trainer.tf2 import hooks as hooks_lib
 
 
-class ScaffoldError(RuntimeError):
+class ScaffoldError(errors.TrainerError, RuntimeError):
   """A Scaffold asks for something the tf2 runner cannot do."""
 
 

@@ -5,7 +5,11 @@ SummarySaverHook (every save_summary_steps, the merged summaries) and a
 StepCounterHook (`global_step/sec` every log_step_count_steps) writing to
 model_dir. `training_hooks` makes the same hooks, of TF's own classes, for
 the tf2 runner's hook driver, so both runners write the same tags at the
-same steps.
+same steps. tf.summary (v2) writes the model_fn makes with its own writer
+(SimCLR's `create_file_writer(model_dir)`, `record_if`, the writes in the
+train_op's dependencies) run in the traced step, at the steps they would
+in Estimator's graph; in a compiled step they are refused as v1 summaries
+are.
 
 Evaluation: Estimator writes each metric (simple_value scalars) and the
 `checkpoint_path` it evaluated to model_dir/eval (or eval_NAME) at the
@@ -13,16 +17,18 @@ checkpoint's global_step; `write_eval_summary` writes the same protos.
 """
 
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
 
+from trainer.api import errors
 from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
 
 
-class CompiledStepError(ValueError):
+class CompiledStepError(errors.TrainerError, ValueError):
   """The model_fn makes summary ops in a step XLA compiles."""
 
 
@@ -57,6 +63,15 @@ class LossSummaryHook(_v1.train.SessionRunHook):
     self._writer.flush()
 
 
+_WRITER_OPS = re.compile(r'^(Write\w*Summary|\w*SummaryWriter)$')
+
+
+def _summary_writer_ops():
+  """The ops of the graph being built that use a tf.summary writer."""
+  return [op for op in _v1.get_default_graph().get_operations()
+          if _WRITER_OPS.match(op.type)]
+
+
 def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps,
                    compiled=False):
   """Estimator's default summary hooks; call in the traced step after the
@@ -67,11 +82,15 @@ def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps,
   refused (CompiledStepError), as TPUEstimator refuses them on TPU.
   """
   hooks = []
-  if compiled and _v1.get_collection(_v1.GraphKeys.SUMMARIES):
-    raise CompiledStepError(
-        'The model_fn makes tf.compat.v1.summary ops, which cannot run in a '
-        'step XLA compiles (on TPU or with --jit_compile=on): write '
-        'summaries with host_call, or run with --jit_compile=off.')
+  if compiled:
+    for kind, found in (('tf.compat.v1.summary ops',
+                         _v1.get_collection(_v1.GraphKeys.SUMMARIES)),
+                        ('tf.summary writes', _summary_writer_ops())):
+      if found:
+        raise CompiledStepError(
+            f'The model_fn makes {kind}, which cannot run in a step XLA '
+            'compiles (on TPU or with --jit_compile=on): write summaries '
+            'with host_call, or run with --jit_compile=off.')
   if save_summary_steps and compiled:
     hooks.append(LossSummaryHook(loss, save_summary_steps, model_dir))
   elif save_summary_steps:

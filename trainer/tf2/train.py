@@ -14,11 +14,11 @@ input_fn anew, as Estimator does. After each loop, on the host:
   * SessionRunHooks (the call's, the spec's training_hooks and Estimator's
     own loss / global_step/sec summary hooks) see each step's fetches
     (hooks.py), from the first replica;
-  * checkpoints, the progress line, non-finite checks and SIGTERM follow the
-    loop policy (trainer/loop.py); a hook's request_stop() ends training
-    after the loop; CheckpointSaverListeners are called around each
-    checkpoint and a CheckpointSaverHook sets the call's cadence
-    (checkpoint_listeners.py).
+  * the loop driver (trainer/driver.py) decides checkpoints, the progress
+    line, non-finite checks and SIGTERM by the loop policy (trainer/loop.py);
+    a hook's request_stop() ends training after the loop;
+    CheckpointSaverListeners are called around each checkpoint and a
+    CheckpointSaverHook sets the call's cadence (checkpoint_listeners.py).
 The end of the input ends training as in Estimator: the loop takes each
 batch with get_next_as_optional, stops early when there is none, and
 training stops there with a checkpoint. The step's first trace is checked
@@ -30,10 +30,10 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
+from trainer import driver
 from trainer import profiling
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import tf_private
-from absl import logging
 
 from trainer.guard import nonfinite
 from trainer.tf2 import checkpoint_listeners
@@ -66,6 +66,7 @@ class Training:
     self._call_hooks = ()
     self._checks = graph_check.Recorder()
     self._hook_steps = None  # Steps per loop user hooks impose, if any.
+    self._listeners = None  # checkpoint_listeners.Listeners of a call.
     self._profile = profiling.StepWindow(  # --profile_steps, per loop.
         runner.model_dir, runner._params.get('profile_steps'))  # pylint: disable=protected-access
 
@@ -256,56 +257,65 @@ class Training:
     self._finish_host_calls()
     return np.array(losses, dtype=np.float32)
 
-  def _save(self, step, policy, listeners):
-    """A checkpoint at `step`, after the policy's check of the variables,
-    with the listeners around it; True if a listener asks to stop."""
-    runner = self._runner
-    listeners.before_save(step)
-    policy.check_variables(nonfinite.finite_by_name(runner.variables()), step)
-    runner.checkpoints.save(step)
-    policy.saved(step)
-    return listeners.after_save(step)
-
   def train(self, to_step, input_fn, hooks=(), saving_listeners=()):
     """Trains until global_step reaches `to_step` (None: until the input
-    ends), as the policy says; a CheckpointSaverHook in `hooks` sets this
-    call's checkpoint cadence."""
+    ends), as the policy says (trainer/driver.py owns the loop); a
+    CheckpointSaverHook in `hooks` sets this call's checkpoint cadence."""
     runner = self._runner
     hooks, cadence, more = checkpoint_listeners.split_saver_hooks(
         hooks, runner.model_dir)
-    listeners = checkpoint_listeners.Listeners(
+    self._listeners = checkpoint_listeners.Listeners(
         list(saving_listeners) + more, runner.global_step)
     policy = self._policy if cadence is None else self._policy.replace(
         save_every_steps=cadence[0], save_every_secs=cadence[1])
     self._ensure_built(input_fn, hooks)
-    step = runner.global_step()
-    policy.begin(step, to_step)
+    driver.train(_CallTrainer(self), policy, to_step)
+
+
+class _CallTrainer(driver.LoopTrainer):
+  """One train() call of a Training, as the driver's LoopTrainer."""
+
+  def __init__(self, training):
+    self._training = training
+    self._runner = training._runner  # pylint: disable=protected-access
+
+  def global_step(self):
+    return self._runner.global_step()
+
+  def latest_checkpoint(self):
+    return self._runner.latest_checkpoint()
+
+  def begin(self):
+    training = self._training
+    listeners = training._listeners  # pylint: disable=protected-access
     listeners.begin()
-    if policy.should_save_at_start(runner.latest_checkpoint() is not None):
-      self._save(step, policy, listeners)
-    elif listeners:  # As Estimator, which writes this step's again.
+    if listeners and self.latest_checkpoint() is not None:
+      step = self.global_step()  # As Estimator, which writes it again.
       listeners.before_save(step)
       listeners.after_save(step)
-    if self._hooks:
-      self._hooks.after_create_session(runner.global_step)
-    while to_step is None or step < to_step:
-      num_steps = policy.loop_steps(step)
-      if self._hook_steps:
-        num_steps = min(num_steps, self._hook_steps)
-      losses, stop = self._run_loop(num_steps)
-      step = runner.global_step()
-      if len(losses) < num_steps:
-        logging.info('Input ended at step %d: training stops there.', step)
-        stop = True
-      if stop:
-        policy.request_stop()
-      decision = policy.after_loop(step, losses)
-      if decision.save and self._save(step, policy, listeners):
-        break
-      if decision.stop:
-        break
-    if self._hooks:
-      self._hooks.end(runner.global_step)
-    listeners.end(step)
-    self._profile.stop(runner.global_step())
-    self._finish_host_calls()
+    if training._hooks:  # pylint: disable=protected-access
+      training._hooks.after_create_session(self._runner.global_step)  # pylint: disable=protected-access
+
+  def max_loop_steps(self):
+    return self._training._hook_steps  # pylint: disable=protected-access
+
+  def train_loop(self, num_steps):
+    losses, stop = self._training._run_loop(num_steps)  # pylint: disable=protected-access
+    return driver.LoopResult(losses=losses, stop=stop)
+
+  def finite_variables(self):
+    return nonfinite.finite_by_name(self._runner.variables())
+
+  def save(self, step):
+    listeners = self._training._listeners  # pylint: disable=protected-access
+    listeners.before_save(step)
+    self._runner.checkpoints.save(step)
+    return listeners.after_save(step)
+
+  def end(self):
+    training, runner = self._training, self._runner
+    if training._hooks:  # pylint: disable=protected-access
+      training._hooks.end(runner.global_step)  # pylint: disable=protected-access
+    training._listeners.end(runner.global_step())  # pylint: disable=protected-access
+    training._profile.stop(runner.global_step())  # pylint: disable=protected-access
+    training._finish_host_calls()  # pylint: disable=protected-access

@@ -1,0 +1,82 @@
+"""What an entry point sets up before TensorFlow is imported, and its logs.
+
+Entry points (trainer.main, trainer.legacy, verify_migration, the memory
+report, the converter, the benchmarks) call `prepare(argv)` first thing;
+library modules change nothing when imported.
+  * Keras 2: on TensorFlow >= 2.16 with tf-keras installed,
+    TF_USE_LEGACY_KERAS=1 (unless set), so tf.keras and tf.compat.v1.layers
+    are tf-keras, as legacy model_fns need (Keras 3 has no
+    tf.compat.v1.layers). TensorFlow reads it once, at its first import.
+  * Quiet logs, unless the command line sets --verbosity (or -v): TF's C++
+    logs at errors only (TF_CPP_MIN_LOG_LEVEL=2, unless set) and, once
+    TF's Python logger at warnings without deprecation notices
+    (`quiet_tensorflow_logger()` again after anything that resets it). What a user reads stays: the entry point's own
+    lines (start-up summary, one progress line per loop, results, warnings).
+"""
+
+import importlib.metadata
+import importlib.util
+import logging
+import os
+import warnings
+
+_quiet = []
+
+
+def _tensorflow_version():
+  for dist in ('tensorflow', 'tensorflow-cpu', 'tf-nightly', 'tensorflow-gpu'):
+    try:
+      return tuple(int(p) for p in importlib.metadata.version(dist).split(
+          '.')[:2])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+      continue
+  return None
+
+
+def select_keras():
+  """TF >= 2.16 with tf-keras installed: Keras 2 for legacy model code.
+  Must run before TensorFlow is imported; an explicit setting is kept."""
+  version = _tensorflow_version()
+  if version is not None and version < (2, 16):
+    return
+  if 'TF_USE_LEGACY_KERAS' not in os.environ and (
+      importlib.util.find_spec('tf_keras') is not None):
+    os.environ['TF_USE_LEGACY_KERAS'] = '1'
+
+
+def wants_verbose(argv):
+  """Whether the command line asks for absl's verbosity (--verbosity, -v)."""
+  return any(a == '-v' or a.startswith(('--verbosity', '-v=', '--v='))
+             for a in argv[1:])
+
+
+def prepare(argv, quiet=True):
+  """Keras 2 and (unless argv asks for verbosity) quiet TF logs; call before
+  TensorFlow's first import. Returns whether logs are quiet."""
+  select_keras()
+  _quiet[:] = [quiet and not wants_verbose(argv)]
+  if _quiet[0]:
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    for category in (DeprecationWarning, FutureWarning):
+      warnings.filterwarnings('ignore', category=category)
+    quiet_tensorflow_logger()  # Its import-time notices too.
+  return _quiet[0]
+
+
+class _DropDeprecations(logging.Filter):
+  """TF's "... is deprecated (and will be removed)" notices."""
+
+  def filter(self, record):
+    return not (record.pathname.endswith('deprecation.py') or
+                'is deprecated' in record.getMessage())
+
+
+def quiet_tensorflow_logger():
+  """After prepare(): TF's Python logger at warnings, without deprecation
+  notices (per-step INFO lines of Estimator's hooks, session start-up)."""
+  if not _quiet or not _quiet[0]:
+    return
+  logger = logging.getLogger('tensorflow')
+  logger.setLevel(logging.WARNING)
+  if not any(isinstance(f, _DropDeprecations) for f in logger.filters):
+    logger.addFilter(_DropDeprecations())
