@@ -121,16 +121,18 @@ def test_run_config_defaults_replace_and_checks(monkeypatch):
   assert (config.save_checkpoints_secs, config.save_checkpoints_steps) == (
       600, None)
   assert config.keep_checkpoint_max == 5 and config.log_step_count_steps == 100
-  assert config.is_chief and config.task_type is None and config.master == ''
+  # Estimator's values for a program without TF_CONFIG.
+  assert config.is_chief and config.task_type == 'worker'
+  assert config.task_id == 0 and config.master == ''
   steps = config.replace(save_checkpoints_steps=10)
   assert (steps.save_checkpoints_secs, steps.save_checkpoints_steps) == (
       None, 10)
   assert config.save_checkpoints_secs == 600  # replace() copies.
-  with pytest.raises(ValueError, match='both save_checkpoints_steps'):
+  with pytest.raises(ValueError, match='cannot be both set'):
     run_config.RunConfig(save_checkpoints_steps=1, save_checkpoints_secs=1)
-  with pytest.raises(ValueError, match='save_checkpoints_steps must be'):
+  with pytest.raises(ValueError, match='save_checkpoints_steps should be'):
     run_config.RunConfig(save_checkpoints_steps=-1)
-  with pytest.raises(ValueError, match='not a RunConfig property'):
+  with pytest.raises(ValueError, match='Replacing nonsense is not supported'):
     config.replace(nonsense=1)
 
 
@@ -152,16 +154,17 @@ def test_tpu_config_and_tpu_run_config():
   assert config.per_host_input_for_training == (
       run_config.InputPipelineConfig.PER_HOST_V1)
   assert run_config.TPUConfig().iterations_per_loop == 2
-  with pytest.raises(ValueError, match='iterations_per_loop must be'):
+  with pytest.raises(ValueError, match='must be positive'):
     run_config.TPUConfig(iterations_per_loop=0)
-  with pytest.raises(NotImplementedError, match='time interval'):
-    run_config.TPUConfig(iterations_per_loop='10s')
+  assert run_config.parse_iterations_per_loop(
+      run_config.TPUConfig(iterations_per_loop='10m').iterations_per_loop) == (
+          600, 'seconds')
   resolver = cluster.NoTPUClusterResolver('test')
   tpu_config = run_config.TPURunConfig(cluster=resolver, tpu_config=config)
   assert tpu_config.master == '' and tpu_config.cluster is resolver
   assert tpu_config.session_config.allow_soft_placement
   assert tpu_config.replace(model_dir='/x').tpu_config is config
-  with pytest.raises(ValueError, match='both master and cluster'):
+  with pytest.raises(ValueError, match='Both master and cluster are set'):
     run_config.TPURunConfig(cluster=resolver, master='grpc://a:1')
 
 

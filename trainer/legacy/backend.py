@@ -30,6 +30,7 @@ import tensorflow as tf
 from trainer.guard import nonfinite
 from trainer.tf2 import runner as tf2_runner
 from trainer.legacy import hooks as hooks_lib
+from trainer.legacy import run_config
 from trainer.legacy import runner_fns
 from trainer.legacy import session_config
 from trainer.api import specs
@@ -63,7 +64,7 @@ class Model:
 
 
 def _check_cluster(config):
-  if config.num_ps_replicas:
+  if run_config.training_cluster(config)[1]:
     raise NotImplementedError(
         'Parameter-server training (TF_CONFIG names "ps" tasks) is not '
         'supported by trainer.legacy: the tf2 runner trains with '
@@ -118,7 +119,13 @@ class Backend:
     model, config = self.model, self.model.config
     tpu_config = getattr(config, 'tpu_config', None)
     if model.is_tpu and tpu_config is not None:
-      loop = tpu_config.iterations_per_loop
+      loop, unit = run_config.parse_iterations_per_loop(
+          tpu_config.iterations_per_loop)
+      if unit == 'seconds':
+        raise NotImplementedError(
+            f'TPUConfig(iterations_per_loop={tpu_config.iterations_per_loop!r})'
+            ' (a duration) is not supported by trainer.legacy on a TPU or '
+            'with a distribution strategy: give a number of steps.')
     else:
       loop = config.log_step_count_steps or 100
     eval_mode = ModeKeys.EVAL if mode == ModeKeys.TRAIN else mode

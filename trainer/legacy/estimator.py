@@ -179,7 +179,8 @@ def _check_listeners_type(listeners):
 
 def _multi_worker(config):
   """A TF_CONFIG cluster of several chief/worker tasks and no ps."""
-  return config.num_ps_replicas == 0 and config.num_worker_replicas > 1
+  workers, ps = run_config.training_cluster(config)
+  return ps == 0 and workers > 1
 
 
 class Estimator:
@@ -397,19 +398,6 @@ class Estimator:
 EstimatorV2 = Estimator
 
 
-def _parse_iterations_per_loop(value):
-  """('count', n) or ('seconds', s) of TPUConfig.iterations_per_loop."""
-  if isinstance(value, int):
-    return 'count', value
-  text = str(value).strip()
-  units = {'s': 1, 'm': 60, 'h': 3600}
-  if text and text[-1] in units and text[:-1].isdigit():
-    return 'seconds', int(text[:-1]) * units[text[-1]]
-  if text.isdigit():
-    return 'count', int(text)
-  raise ValueError(f'Invalid TPUConfig `iterations_per_loop` value: {value!r}.')
-
-
 class TPUEstimator(Estimator):
   """tf.compat.v1.estimator.tpu.TPUEstimator.
 
@@ -459,7 +447,7 @@ class TPUEstimator(Estimator):
     config = config.replace(log_step_count_steps=None)
     self._setup(model_fn, model_dir, config, params or {}, warm_start_from,
                 verify=False)
-    unit, value = _parse_iterations_per_loop(
+    value, unit = run_config.parse_iterations_per_loop(
         self._config.tpu_config.iterations_per_loop)
     log_every_n_secs = None
     if unit == 'seconds':

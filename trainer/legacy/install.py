@@ -152,6 +152,12 @@ def _namespaces():
       '.tpu': (tpu, True),
       '.tpu.tpu_estimator': (tpu, False),
       '.tpu.tpu_config': (tpu, False),
+      '.tpu.util': ({'parse_iterations_per_loop':
+                         run_config.parse_iterations_per_loop,
+                     'check_positive_integer':
+                         run_config.check_positive_integer,
+                     'IterationsPerLoopCounter':
+                         run_config.IterationsPerLoopCounter}, False),
   }
   found = {
       'tensorflow.estimator': (dict(v2), True),

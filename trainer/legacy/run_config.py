@@ -1,19 +1,36 @@
 """RunConfig, tpu.RunConfig, TPUConfig and InputPipelineConfig of the facade.
 
-Same constructor arguments, defaults, checks and properties as Estimator's
-(TF_CONFIG gives cluster_spec, task_type, task_id, is_chief, ...). They only
-hold configuration; trainer/legacy/backend.py maps them onto the tf2 runner.
+The constructor arguments, defaults, validation (same exception types and
+messages a program or test may match), TF_CONFIG parsing (cluster, task,
+session_master, eval_session_master, model_dir, service) and properties of
+tensorflow_estimator 2.15's. They only hold configuration;
+trainer/legacy/backend.py maps them onto the engines.
 """
 
 import collections
 import copy
+import inspect
 import json
 import os
+import re
 
+import numpy as np
 import tensorflow as tf
 
 _USE_DEFAULT = object()
 _DEFAULT_SAVE_SECS = 600
+_LOCAL_MASTER = ''
+_SAVE_CKPT_ERR = (
+    '`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.')
+# What RunConfig.replace may change (the constructor's own arguments).
+_REPLACEABLE = (
+    'model_dir', 'tf_random_seed', 'save_summary_steps',
+    'save_checkpoints_steps', 'save_checkpoints_secs', 'session_config',
+    'keep_checkpoint_max', 'keep_checkpoint_every_n_hours',
+    'log_step_count_steps', 'train_distribute', 'device_fn', 'protocol',
+    'eval_distribute', 'experimental_distribute',
+    'experimental_max_worker_delay_secs', 'session_creation_timeout_secs',
+    'checkpoint_save_graph_def')
 
 
 class TaskType:
@@ -25,7 +42,8 @@ class TaskType:
   EVALUATOR = 'evaluator'
 
 
-def _tf_config():
+def tf_config_from_env():
+  """TF_CONFIG as a dict ({} when unset); ValueError naming it if invalid."""
   raw = os.environ.get('TF_CONFIG', '')
   if not raw:
     return {}
@@ -35,13 +53,220 @@ def _tf_config():
     raise ValueError(f'TF_CONFIG is not valid JSON: {e}') from e
 
 
-def _check_positive(name, value, allow_zero=False):
-  if value is None:
-    return
-  if not isinstance(value, int) or value < 0 or (value == 0 and
-                                                 not allow_zero):
-    raise ValueError(f'RunConfig: {name} must be a positive integer, got '
-                     f'{value!r}.')
+def _model_dir(tf_config, model_dir):
+  """The model_dir of the constructor and TF_CONFIG, which must agree."""
+  if model_dir is not None:
+    model_dir = (tf.compat.as_str_any(os.fspath(model_dir))
+                 if hasattr(model_dir, '__fspath__') else model_dir)
+  if model_dir == '':
+    raise ValueError('model_dir should be non-empty.')
+  from_env = tf_config.get('model_dir')
+  if from_env == '':
+    raise ValueError('model_dir in TF_CONFIG should be non-empty.')
+  if from_env and model_dir and from_env != model_dir:
+    raise ValueError(
+        '`model_dir` provided in RunConfig construct, if set, must have the '
+        f'same value as the model_dir in TF_CONFIG. model_dir: {model_dir}\n'
+        f'TF_CONFIG["model_dir"]: {from_env}.\n')
+  return model_dir or from_env
+
+
+def _validated_task(cluster, task_env, chief_kind):
+  """(task_type, task_id) of TF_CONFIG's task, checked against its cluster."""
+  if chief_kind not in cluster.jobs:
+    raise ValueError(f'If "cluster" is set in TF_CONFIG, it must have one '
+                     f'"{chief_kind}" node.')
+  if len(cluster.job_tasks(chief_kind)) > 1:
+    raise ValueError(f'The "cluster" in TF_CONFIG must have only one '
+                     f'"{chief_kind}" node.')
+  task_type = task_env.get('type')
+  task_id = task_env.get('index')
+  if not task_type:
+    raise ValueError('If "cluster" is set in TF_CONFIG, task type must be set.')
+  if task_id is None:
+    raise ValueError('If "cluster" is set in TF_CONFIG, task index must be set.')
+  task_id = int(task_id)
+  if task_id < 0:
+    raise ValueError('Task index must be non-negative number.')
+  if task_type == TaskType.EVALUATOR:  # Not part of the training cluster.
+    return task_type, task_id
+  if task_type not in cluster.jobs:
+    raise ValueError(
+        f'{task_type} is not a valid task_type in the cluster_spec:\n'
+        f'{cluster}\n\nNote that these values may be coming from the '
+        'TF_CONFIG environment variable.')
+  if task_id >= len(cluster.job_tasks(task_type)):
+    raise ValueError(
+        f'{task_id} is not a valid task_id for task_type {task_type} in the '
+        f'cluster_spec:\n{cluster}\n\nNote that these values may be coming '
+        'from the TF_CONFIG environment variable.')
+  return task_type, task_id
+
+
+def _session_master(cluster, task_type, task_id, tf_config):
+  """TF_CONFIG's session_master, else '' for a one-task cluster, else the
+  task's own grpc address."""
+  if 'session_master' in tf_config:
+    return tf_config['session_master']
+  jobs = cluster.jobs
+  if len(jobs) == 1 and len(cluster.job_tasks(jobs[0])) == 1:
+    return _LOCAL_MASTER
+  return 'grpc://' + cluster.job_tasks(task_type)[task_id]
+
+
+def _global_id(cluster, task_type, task_id, chief_kind):
+  """The chief first, then the other task types alphabetically, ps last."""
+  order = [chief_kind] + sorted(
+      t for t in cluster.jobs if t not in (chief_kind, TaskType.PS))
+  if TaskType.PS in cluster.jobs:
+    order.append(TaskType.PS)
+  offset = 0
+  for kind in order:
+    if kind == task_type:
+      return offset + task_id
+    offset += len(cluster.job_tasks(kind))
+  raise ValueError(f'task_type {task_type!r} is not in the cluster {cluster}')
+
+
+def _count(cluster, *kinds):
+  jobs = cluster.as_dict()
+  return sum(len(jobs.get(kind, [])) for kind in kinds)
+
+
+def cluster_settings(tf_config):
+  """The distributed properties RunConfig derives from TF_CONFIG: a dict of
+  cluster_spec, task_type, task_id, master, evaluation_master, is_chief,
+  num_ps_replicas, num_worker_replicas, global_id_in_cluster, service."""
+  service = tf_config.get('service')
+  if service is not None and not isinstance(service, dict):
+    raise TypeError('If "service" is set in TF_CONFIG, it must be a dict. '
+                    f'Given {type(service)}')
+  cluster = tf.train.ClusterSpec(tf_config.get('cluster', {}))
+  task_env = tf_config.get('task', {})
+  settings = {'cluster_spec': cluster, 'service': service}
+  if not cluster:
+    task_type = task_env.get('type', TaskType.WORKER)
+    task_id = int(task_env.get('index', 0))
+    if task_type != TaskType.WORKER:
+      raise ValueError(
+          'If "cluster" is not set in TF_CONFIG, task type must be WORKER.')
+    if task_id != 0:
+      raise ValueError(
+          'If "cluster" is not set in TF_CONFIG, task index must be 0.')
+    settings.update(
+        task_type=task_type, task_id=task_id, global_id_in_cluster=0,
+        master=tf_config.get('session_master', _LOCAL_MASTER),
+        evaluation_master=tf_config.get('eval_session_master', _LOCAL_MASTER),
+        is_chief=True, num_ps_replicas=0, num_worker_replicas=1)
+    return settings
+  chief_kind = (TaskType.MASTER if TaskType.MASTER in cluster.jobs
+                else TaskType.CHIEF)
+  if chief_kind == TaskType.MASTER and TaskType.CHIEF in cluster.jobs:
+    raise ValueError('If `master` node exists in `cluster`, job `chief` is '
+                     'not supported.')
+  task_type, task_id = _validated_task(cluster, task_env, chief_kind)
+  if task_type == TaskType.EVALUATOR and chief_kind == TaskType.MASTER:
+    raise ValueError('If `master` node exists in `cluster`, task_type '
+                     '`evaluator` is not supported.')
+  evaluation_master = (tf_config.get('eval_session_master', _LOCAL_MASTER)
+                       if task_type == TaskType.EVALUATOR else _LOCAL_MASTER)
+  settings.update(task_type=task_type, task_id=task_id,
+                  evaluation_master=evaluation_master,
+                  is_chief=task_type == chief_kind)
+  if task_type == TaskType.EVALUATOR:
+    settings.update(cluster_spec=tf.train.ClusterSpec({}),
+                    master=_LOCAL_MASTER, num_ps_replicas=0,
+                    num_worker_replicas=0, global_id_in_cluster=None)
+  else:
+    settings.update(
+        master=_session_master(cluster, task_type, task_id, tf_config),
+        num_ps_replicas=_count(cluster, TaskType.PS),
+        num_worker_replicas=_count(cluster, TaskType.WORKER, chief_kind),
+        global_id_in_cluster=_global_id(cluster, task_type, task_id,
+                                        chief_kind))
+  return settings
+
+
+def training_cluster(config):
+  """(number of chief/master/worker tasks, number of ps tasks) of the cluster
+  the program runs in: TF_CONFIG's, also when a distribution strategy makes
+  RunConfig report the task as local (Estimator's distribute coordinator)."""
+  spec = config.cluster_spec
+  if not spec:
+    return 1, 0
+  return (_count(spec, TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER),
+          _count(spec, TaskType.PS))
+
+
+def _check(config):
+  """Estimator's checks of the properties (ValueError with its messages)."""
+  def check(name, ok, message):
+    value = getattr(config, '_' + name)
+    if value is not None and not ok(value):
+      raise ValueError(message)
+
+  def device_fn_ok(fn):
+    if not callable(fn):
+      return False
+    try:
+      names = set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+      return False
+    return names == {'op'}
+
+  check('model_dir', bool, 'model_dir should be non-empty')
+  check('save_summary_steps', lambda v: v >= 0,
+        'save_summary_steps should be >= 0')
+  check('save_checkpoints_steps', lambda v: v >= 0,
+        'save_checkpoints_steps should be >= 0')
+  check('save_checkpoints_secs', lambda v: v >= 0,
+        'save_checkpoints_secs should be >= 0')
+  check('session_config',
+        lambda v: isinstance(v, tf.compat.v1.ConfigProto),
+        'session_config must be instance of ConfigProto')
+  check('keep_checkpoint_max', lambda v: v >= 0,
+        'keep_checkpoint_max should be >= 0')
+  check('keep_checkpoint_every_n_hours', lambda v: v > 0,
+        'keep_checkpoint_every_n_hours should be > 0')
+  check('log_step_count_steps', lambda v: v > 0,
+        'log_step_count_steps should be > 0')
+  check('tf_random_seed', lambda v: isinstance(v, int),
+        'tf_random_seed must be integer.')
+  check('experimental_max_worker_delay_secs', lambda v: isinstance(v, int),
+        'experimental_max_worker_delay_secs must be an integer if set.')
+  check('session_creation_timeout_secs', lambda v: v > 0,
+        'session_creation_timeout_secs should be > 0')
+  check('device_fn', device_fn_ok,
+        'device_fn must be callable with exactly one argument "op".')
+  check('protocol', lambda v: v in (None, 'grpc', 'grpc+verbs'),
+        'protocol should be grpc or grpc+verbs')
+
+
+def _is_v2_parameter_server_strategy(strategy):
+  v2 = getattr(tf.distribute.experimental, 'ParameterServerStrategy', None)
+  return strategy is not None and v2 is not None and type(strategy) is v2
+
+
+def _is_tpu_strategy(strategy):
+  return type(strategy).__name__.startswith('TPUStrategy')
+
+
+def _distributed_session_config(task_type, task_id):
+  """Estimator's default ConfigProto for a task of a TF_CONFIG cluster."""
+  filters = {
+      TaskType.MASTER: ['/job:ps', '/job:master'],
+      TaskType.CHIEF: ['/job:ps', '/job:chief'],
+      TaskType.WORKER: ['/job:ps', f'/job:worker/task:{task_id}'],
+      TaskType.PS: ['/job:ps', '/job:worker', '/job:chief', '/job:master'],
+  }.get(task_type)
+  if filters is None:
+    return None
+  rewrite = tf.compat.v1.GraphOptions().rewrite_options
+  rewrite.meta_optimizer_iterations = type(rewrite).ONE
+  graph_options = tf.compat.v1.GraphOptions(rewrite_options=rewrite)
+  return tf.compat.v1.ConfigProto(allow_soft_placement=True,
+                                  graph_options=graph_options,
+                                  device_filters=filters)
 
 
 class RunConfig:
@@ -57,80 +282,90 @@ class RunConfig:
                experimental_max_worker_delay_secs=None,
                session_creation_timeout_secs=7200,
                checkpoint_save_graph_def=True):
-    if (save_checkpoints_steps not in (None, _USE_DEFAULT) and
-        save_checkpoints_secs not in (None, _USE_DEFAULT)):
-      raise ValueError('RunConfig: can not specify both save_checkpoints_steps'
-                       ' and save_checkpoints_secs.')
-    if save_checkpoints_steps is _USE_DEFAULT:
-      save_checkpoints_steps = None
-      if save_checkpoints_secs is _USE_DEFAULT:
-        save_checkpoints_secs = _DEFAULT_SAVE_SECS
-    if save_checkpoints_secs is _USE_DEFAULT:
+    steps_default = save_checkpoints_steps is _USE_DEFAULT
+    secs_default = save_checkpoints_secs is _USE_DEFAULT
+    if steps_default and secs_default:
+      save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_SAVE_SECS
+    elif secs_default:
       save_checkpoints_secs = None
-    _check_positive('save_checkpoints_steps', save_checkpoints_steps)
-    _check_positive('save_checkpoints_secs', save_checkpoints_secs)
-    _check_positive('save_summary_steps', save_summary_steps, allow_zero=True)
-    _check_positive('keep_checkpoint_max', keep_checkpoint_max,
-                    allow_zero=True)
-    _check_positive('log_step_count_steps', log_step_count_steps)
+    elif steps_default:
+      save_checkpoints_steps = None
+    elif (save_checkpoints_steps is not None and
+          save_checkpoints_secs is not None):
+      raise ValueError(_SAVE_CKPT_ERR)
+    if (_is_v2_parameter_server_strategy(train_distribute) or
+        _is_v2_parameter_server_strategy(eval_distribute)):
+      raise ValueError(
+          'Please use `tf.compat.v1.distribute.experimental.ParameterServer'
+          'Strategy` for parameter server strategy with estimator.')
     if experimental_distribute is not None:
-      raise ValueError('RunConfig: experimental_distribute is not supported; '
-                       'use train_distribute and eval_distribute.')
-    self._model_dir = (os.fspath(model_dir) if model_dir is not None
-                       else None)
-    self._tf_random_seed = tf_random_seed
-    self._save_summary_steps = save_summary_steps
-    self._save_checkpoints_steps = save_checkpoints_steps
-    self._save_checkpoints_secs = save_checkpoints_secs
-    self._session_config = session_config
-    self._keep_checkpoint_max = keep_checkpoint_max
-    self._keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
-    self._log_step_count_steps = log_step_count_steps
-    self._train_distribute = train_distribute
-    self._eval_distribute = eval_distribute
-    self._device_fn = device_fn
-    self._protocol = protocol
-    self._experimental_max_worker_delay_secs = (
-        experimental_max_worker_delay_secs)
-    self._session_creation_timeout_secs = session_creation_timeout_secs
-    self._checkpoint_save_graph_def = checkpoint_save_graph_def
-    self._init_cluster(_tf_config())
-
-  def _init_cluster(self, tf_config):
-    cluster = tf_config.get('cluster') or {}
-    task = tf_config.get('task') or {}
-    self._cluster_spec = tf.train.ClusterSpec(cluster)
-    self._task_type = task.get('type') if cluster else None
-    self._task_id = int(task.get('index', 0)) if cluster else 0
-    self._service = tf_config.get('service')
-    self._num_ps_replicas = len(cluster.get(TaskType.PS, []))
-    self._num_worker_replicas = sum(
-        len(cluster.get(kind, []))
-        for kind in (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER)) or 1
-    if not cluster:
-      self._is_chief = True
-      self._master = ''
+      raise ValueError('RunConfig: experimental_distribute is not supported '
+                       'by trainer.legacy; use train_distribute and '
+                       'eval_distribute.')
+    tf_config = tf_config_from_env()
+    self._set(model_dir=_model_dir(tf_config, model_dir),
+              tf_random_seed=tf_random_seed,
+              save_summary_steps=save_summary_steps,
+              save_checkpoints_steps=save_checkpoints_steps,
+              save_checkpoints_secs=save_checkpoints_secs,
+              session_config=session_config,
+              keep_checkpoint_max=keep_checkpoint_max,
+              keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+              log_step_count_steps=log_step_count_steps,
+              train_distribute=train_distribute, device_fn=device_fn,
+              protocol=protocol, eval_distribute=eval_distribute,
+              experimental_distribute=experimental_distribute,
+              experimental_max_worker_delay_secs=(
+                  experimental_max_worker_delay_secs),
+              session_creation_timeout_secs=session_creation_timeout_secs,
+              checkpoint_save_graph_def=checkpoint_save_graph_def)
+    strategies = [s for s in (train_distribute, eval_distribute) if s]
+    if any(not _is_tpu_strategy(s) for s in strategies):
+      self._init_with_strategy(tf_config)
     else:
-      self._is_chief = self._task_type in (TaskType.CHIEF, TaskType.MASTER)
-      if not (cluster.get(TaskType.CHIEF) or cluster.get(TaskType.MASTER)):
-        self._is_chief = (self._task_type == TaskType.WORKER and
-                          self._task_id == 0)
-      address = cluster.get(self._task_type, [None])[self._task_id] if (
-          self._task_type in cluster) else None
-      self._master = f'grpc://{address}' if address else ''
-    self._evaluation_master = tf_config.get('session_master', '') if (
-        self._task_type == TaskType.EVALUATOR) else ''
-    self._global_id_in_cluster = 0 if not cluster else self._global_id(
-        cluster)
+      self._init_from(tf_config)
 
-  def _global_id(self, cluster):
-    """Index of this task over chief, master, worker (Estimator's order)."""
-    index = 0
-    for kind in (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER):
-      if kind == self._task_type:
-        return index + self._task_id
-      index += len(cluster.get(kind, []))
-    return None
+  def _init_from(self, tf_config):
+    for name, value in cluster_settings(tf_config).items():
+      setattr(self, '_' + name, value)
+    self._default_session_config()
+
+  def _init_with_strategy(self, tf_config):
+    """With a (non-TPU) strategy, a chief/worker cluster is the strategy's:
+    the task itself reports as local, the cluster_spec is TF_CONFIG's (the
+    distribute coordinator's independent-worker mode)."""
+    cluster = tf.train.ClusterSpec(tf_config.get('cluster', {}))
+    self._init_from({})
+    if (not cluster or TaskType.MASTER in cluster.jobs or
+        not self._train_distribute):
+      self._init_from(tf_config)
+      return
+    self._cluster_spec = cluster
+
+  def _default_session_config(self):
+    if not self._session_config and self._cluster_spec:
+      self._session_config = _distributed_session_config(self._task_type,
+                                                         self._task_id)
+
+  def _set(self, replaced=None, **values):
+    """Sets constructor arguments, then checks them as Estimator does."""
+    for name, value in values.items():
+      if name not in _REPLACEABLE:
+        raise ValueError(f'Replacing {name} is not supported. Allowed '
+                         f'properties are {list(_REPLACEABLE)}.')
+      setattr(self, '_' + name, value)
+    replaced = values.keys() if replaced is None else replaced
+    steps, secs = self._save_checkpoints_steps, self._save_checkpoints_secs
+    if ('save_checkpoints_steps' in replaced and
+        'save_checkpoints_secs' in replaced):
+      if steps is not None and secs is not None:
+        raise ValueError(_SAVE_CKPT_ERR)
+    elif 'save_checkpoints_steps' in replaced and steps is not None:
+      self._save_checkpoints_secs = None  # Setting one clears the other.
+    elif 'save_checkpoints_secs' in replaced and secs is not None:
+      self._save_checkpoints_steps = None
+    _check(self)
+    return self
 
   # -- properties (Estimator's names) -------------------------------------
 
@@ -167,27 +402,9 @@ class RunConfig:
   service = property(lambda self: self._service)
 
   def replace(self, **kwargs):
-    """A copy with the named constructor arguments replaced."""
-    new = copy.copy(self)
-    for name, value in kwargs.items():
-      if not hasattr(new, f'_{name}') or name.startswith('_'):
-        raise ValueError(f'RunConfig.replace: {name!r} is not a RunConfig '
-                         'property that can be replaced.')
-      setattr(new, f'_{name}', value)
-    steps = 'save_checkpoints_steps' in kwargs
-    secs = 'save_checkpoints_secs' in kwargs
-    # pylint: disable=protected-access
-    if steps and secs:
-      if (new._save_checkpoints_steps is not None and
-          new._save_checkpoints_secs is not None):
-        raise ValueError('RunConfig: can not specify both '
-                         'save_checkpoints_steps and save_checkpoints_secs.')
-    elif steps and new._save_checkpoints_steps is not None:
-      new._save_checkpoints_secs = None  # Setting one clears the other.
-    elif secs and new._save_checkpoints_secs is not None:
-      new._save_checkpoints_steps = None
-    # pylint: enable=protected-access
-    return new
+    """A copy with the named constructor arguments replaced (ValueError for
+    any other name, or for values Estimator rejects)."""
+    return copy.deepcopy(self)._set(**kwargs)
 
   def __deepcopy__(self, memo):
     """A copy sharing strategies, resolvers and device_fn (not copyable)."""
@@ -210,6 +427,38 @@ class InputPipelineConfig:
   SLICED = 5
 
 
+IterationsPerLoopCounter = collections.namedtuple('IterationsPerLoopCounter',
+                                                  ['value', 'unit'])
+_ITERATIONS = re.compile(r'^(?P<value>[1-9][0-9]*)(?P<suffix>[smh]?)$')
+_SECONDS_PER = {'s': 1, 'm': 60, 'h': 3600}
+
+
+def check_positive_integer(value, name):
+  """TypeError unless an integer, ValueError unless positive."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    raise TypeError(f'{name} must be int, got {type(value)}')
+  if value <= 0:
+    raise ValueError(f'{name} must be positive, got {value}')
+
+
+def parse_iterations_per_loop(iterations_per_loop):
+  """TPUConfig.iterations_per_loop as (value, 'count'|'seconds'): a positive
+  number of steps, or a duration '<N>s', '<N>m', '<N>h'."""
+  match = _ITERATIONS.match(str(iterations_per_loop))
+  if match is None:
+    raise ValueError(
+        'Invalid TPUConfig `iterations_per_loop` value. Value must be positive '
+        'integer value or time-based value `<N><s|m|h>` where <N> is any '
+        'positive integer and `s`, `m`, `h` are unit of time in seconds, '
+        'minutes, hours respectively. Examples of valid values: `3600s`, '
+        f'`60m`, `1h`. Got {iterations_per_loop!r}.')
+  suffix = match.group('suffix')
+  value = int(match.group('value'))
+  if not suffix:
+    return IterationsPerLoopCounter(value, 'count')
+  return IterationsPerLoopCounter(value * _SECONDS_PER[suffix], 'seconds')
+
+
 _TPU_CONFIG_FIELDS = (
     'iterations_per_loop', 'num_shards', 'num_cores_per_replica',
     'per_host_input_for_training', 'tpu_job_name',
@@ -218,10 +467,13 @@ _TPU_CONFIG_FIELDS = (
     'experimental_host_call_every_n_steps',
     'experimental_allow_per_host_v2_parallel_get_next',
     'experimental_feed_hook')
+_CORES_PER_REPLICA = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 class TPUConfig(collections.namedtuple('TPUConfig', _TPU_CONFIG_FIELDS)):
-  """tf.compat.v1.estimator.tpu.TPUConfig, with TPUEstimator's defaults."""
+  """tf.compat.v1.estimator.tpu.TPUConfig, with TPUEstimator's defaults and
+  checks (a time-based iterations_per_loop is accepted here; TPUEstimator
+  refuses it before training)."""
 
   def __new__(cls, iterations_per_loop=2, num_shards=None,
               num_cores_per_replica=None, per_host_input_for_training=True,
@@ -232,22 +484,38 @@ class TPUConfig(collections.namedtuple('TPUConfig', _TPU_CONFIG_FIELDS)):
               experimental_host_call_every_n_steps=1,
               experimental_allow_per_host_v2_parallel_get_next=False,
               experimental_feed_hook=None):
-    if isinstance(iterations_per_loop, str):
-      raise NotImplementedError(
-          f'TPUConfig(iterations_per_loop={iterations_per_loop!r}): a time '
-          'interval is not supported by the trainer.legacy facade; give a '
-          'number of steps.')
-    if not isinstance(iterations_per_loop, int) or iterations_per_loop <= 0:
-      raise ValueError('TPUConfig: iterations_per_loop must be a positive '
-                       f'integer, got {iterations_per_loop!r}.')
-    if num_shards is not None and (not isinstance(num_shards, int) or
-                                   num_shards <= 0):
-      raise ValueError('TPUConfig: num_shards must be a positive integer, '
-                       f'got {num_shards!r}.')
+    parse_iterations_per_loop(iterations_per_loop)
+    if num_shards is not None:
+      check_positive_integer(num_shards, 'TPUConfig num_shards')
+    if input_partition_dims is not None:
+      if len(input_partition_dims) not in (1, 2):
+        raise ValueError('input_partition_dims must be a list/tuple with one '
+                         'or two elements.')
+      if per_host_input_for_training is not InputPipelineConfig.PER_HOST_V2:
+        raise ValueError(
+            'input_partition_dims is only supported in PER_HOST_V2 mode.')
+      if num_cores_per_replica is None:
+        raise ValueError(
+            'input_partition_dims requires setting num_cores_per_replica.')
+    if (num_cores_per_replica is not None and
+        num_cores_per_replica not in _CORES_PER_REPLICA):
+      raise ValueError('num_cores_per_replica must be 1, 2, 4, 8, 16, 32, 64, '
+                       f'128; got {num_cores_per_replica}')
+    if eval_training_input_configuration not in (
+        InputPipelineConfig.PER_HOST_V1, InputPipelineConfig.SLICED):
+      raise ValueError('eval_training_input_configuration must be PER_HOST_V1 '
+                       f'or SLICED; got {eval_training_input_configuration}')
     if per_host_input_for_training is False:
       per_host_input_for_training = InputPipelineConfig.PER_SHARD_V1
     elif per_host_input_for_training is True:
       per_host_input_for_training = InputPipelineConfig.PER_HOST_V1
+    if initial_infeed_sleep_secs:
+      check_positive_integer(initial_infeed_sleep_secs,
+                             'TPUConfig initial_infeed_sleep_secs')
+    if not tpu_job_name:
+      service = tf_config_from_env().get('service') or {}
+      tpu_job_name = service.get('tpu_worker_job_name') if isinstance(
+          service, dict) else None
     return super().__new__(
         cls, iterations_per_loop, num_shards, num_cores_per_replica,
         per_host_input_for_training, tpu_job_name, initial_infeed_sleep_secs,
@@ -267,20 +535,29 @@ class TPURunConfig(RunConfig):
     self._cluster = cluster
     if master is not None:
       if cluster is not None:
-        raise ValueError('tpu.RunConfig: both master and cluster are set.')
+        raise ValueError('Both master and cluster are set.')
       self._master = master
     elif cluster:
       self._master = cluster.master()
     if evaluation_master is not None:
       self._evaluation_master = evaluation_master
-    elif not self._evaluation_master and (
-        self.task_type != TaskType.EVALUATOR):
+    elif (not self._evaluation_master and
+          self.task_type != TaskType.EVALUATOR):
       self._evaluation_master = self._master
     if cluster:
       self._cluster_spec = cluster.cluster_spec()
       if self._session_config is None:
         self._session_config = tf.compat.v1.ConfigProto(
             allow_soft_placement=True, isolate_session_state=True)
+      if self._session_config.HasField('cluster_def'):
+        raise ValueError('You cannot provide a ClusterResolver and '
+                         'session_config.cluster_def.')
+      if self._cluster_spec:
+        self._session_config.cluster_def.CopyFrom(
+            self._cluster_spec.as_cluster_def())
+
+  def _default_session_config(self):
+    """TPU configs keep the session_config given (none by default)."""
 
   tpu_config = property(lambda self: self._tpu_config)
   cluster = property(lambda self: self._cluster)

@@ -22,12 +22,63 @@ import tensorflow as tf
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
-from trainer.tf2 import checkpoint_listeners
 
 
 def _check_input_fn(input_fn):
   if not callable(input_fn):
     raise TypeError(f'`input_fn` must be callable, given: {input_fn}')
+
+
+def _spec_hooks(hooks):
+  """hooks as a tuple; Estimator's TypeError if one is no SessionRunHook."""
+  hooks = tuple(hooks or ())
+  for hook in hooks:
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+      raise TypeError(
+          f'All hooks must be `SessionRunHook` instances, given: {hook}')
+  return hooks
+
+
+def _spec_listeners(listeners):
+  """listeners as a tuple; Estimator's TypeError for a wrong type."""
+  listeners = tuple(listeners or ())
+  for listener in listeners:
+    if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
+      raise TypeError('All saving_listeners must be `CheckpointSaverListener` '
+                      f'instances, given: {listener}')
+  return listeners
+
+
+def _spec_exporters(exporters):
+  """exporters as a tuple of uniquely, non-emptily named Exporters."""
+  if not exporters:
+    return ()
+  if isinstance(exporters, Exporter):
+    exporters = [exporters]
+  wrong_type = TypeError('`exporters` must be an Exporter, an iterable of '
+                         f'Exporter, or `None`, found {exporters}.')
+  try:
+    exporters = list(exporters)
+  except TypeError:
+    raise wrong_type from None
+  names = []
+  for exporter in exporters:
+    if not isinstance(exporter, Exporter):
+      raise wrong_type
+    name = exporter.name
+    if not name:
+      raise ValueError('An Exporter cannot have a name that is `None` or '
+                       f'empty. All exporter names: '
+                       f'{[e.name for e in exporters]}')
+    if not isinstance(name, str):
+      raise ValueError(f'An Exporter must have a string name. Given: '
+                       f'{type(name)}')
+    if name in names:
+      raise ValueError('`exporters` must have unique names. Such a name '
+                       'cannot be `None`. All exporter names: '
+                       f'{[e.name for e in exporters]}')
+    names.append(name)
+  return tuple(exporters)
 
 
 class TrainSpec(collections.namedtuple(
@@ -40,9 +91,8 @@ class TrainSpec(collections.namedtuple(
     if max_steps is not None and max_steps <= 0:
       raise ValueError(f'Must specify max_steps > 0, given: {max_steps}')
     return super().__new__(
-        cls, input_fn, max_steps,
-        tuple(hooks_lib.check_hooks(hooks, 'TrainSpec.hooks')),
-        tuple(checkpoint_listeners.check_listeners(saving_listeners)))
+        cls, input_fn, max_steps, _spec_hooks(hooks),
+        _spec_listeners(saving_listeners))
 
 
 class EvalSpec(collections.namedtuple('EvalSpec', [
@@ -57,23 +107,16 @@ class EvalSpec(collections.namedtuple('EvalSpec', [
       raise ValueError(f'Must specify steps > 0, given: {steps}')
     if name is not None and not isinstance(name, str):
       raise TypeError(f'`name` must be string, given: {name}')
-    if exporters is None:
-      exporters = ()
-    elif isinstance(exporters, Exporter):
-      exporters = (exporters,)
-    exporters = tuple(exporters)
-    for exporter in exporters:
-      if not isinstance(exporter, Exporter):
-        raise TypeError(f'`exporters` must be an Exporter, given {exporter}')
-    names = [e.name for e in exporters]
-    if len(set(names)) != len(names):
-      raise ValueError(f'`exporters` must have unique names: {names}')
-    if start_delay_secs < 0 or throttle_secs < 0:
-      raise ValueError('Must specify start_delay_secs >= 0 and throttle_secs '
-                       f'>= 0, given: {start_delay_secs}, {throttle_secs}')
+    hooks = _spec_hooks(hooks)
+    exporters = _spec_exporters(exporters)
+    if start_delay_secs < 0:
+      raise ValueError(
+          f'Must specify start_delay_secs >= 0, given: {start_delay_secs}')
+    if throttle_secs < 0:
+      raise ValueError(
+          f'Must specify throttle_secs >= 0, given: {throttle_secs}')
     return super().__new__(
-        cls, input_fn, steps, name,
-        tuple(hooks_lib.check_hooks(hooks, 'EvalSpec.hooks')), exporters,
+        cls, input_fn, steps, name, hooks, exporters,
         start_delay_secs, throttle_secs)
 
 
@@ -230,9 +273,13 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         'train_and_evaluate on a "ps" task: parameter-server training is not '
         'supported by trainer.legacy; use TF_CONFIG "chief"/"worker" tasks '
         '(MultiWorkerMirroredStrategy).')
+  if task == run_config.TaskType.EVALUATOR and config.task_id > 0:
+    raise ValueError(
+        'For distributed training, there can only be one `evaluator` task '
+        f'(with task id 0).  Given task id {config.task_id}')
   if task == run_config.TaskType.EVALUATOR:
     return _continuous_evaluation(estimator, train_spec, eval_spec)
-  if task is not None and config.num_worker_replicas > 1:
+  if task is not None and run_config.training_cluster(config)[0] > 1:
     estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                     hooks=train_spec.hooks,
                     saving_listeners=train_spec.saving_listeners)
