@@ -1,7 +1,7 @@
-"""Prints the trainer's flag reference as a Markdown table (for README.md).
+"""Prints the trainer's flag reference as a Markdown table (for docs/flags.md).
 
   python -m scripts.flag_reference            # print the table
-  python -m scripts.flag_reference --update   # rewrite it inside README.md
+  python -m scripts.flag_reference --update   # rewrite it inside docs/flags.md
 """
 
 import os
@@ -12,7 +12,7 @@ from absl import flags
 import flags as trainer_flags
 
 README = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'README.md')
+    os.path.abspath(__file__))), 'docs', 'flags.md')
 BEGIN = '<!-- flag-reference:begin (python -m scripts.flag_reference --update) -->'
 END = '<!-- flag-reference:end -->'
 

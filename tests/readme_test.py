@@ -1,6 +1,8 @@
-"""README.md stays true: its flag table and its two set-up commands."""
+"""README.md and docs/ stay true: the flag table (docs/flags.md), the two
+set-up commands, README's length and its links to pages that exist."""
 
 import os
+import re
 
 from scripts import flag_reference
 from tests import testutil
@@ -16,10 +18,20 @@ def _read(*path):
 
 
 def test_flag_table_matches_the_flags():
+  table = _read('docs', 'flags.md')
+  assert flag_reference.updated_readme(table) == table, (
+      'docs/flags.md flag table is stale: run python -m '
+      'scripts.flag_reference --update')
+
+
+def test_readme_is_short_and_its_links_resolve():
   readme = _read('README.md')
-  assert flag_reference.updated_readme(readme) == readme, (
-      'README flag table is stale: run python -m scripts.flag_reference '
-      '--update')
+  assert len(readme.splitlines()) <= 250
+  for page in ['README.md'] + [os.path.join('docs', f) for f in sorted(
+      os.listdir(os.path.join(testutil.REPO_ROOT, 'docs')))]:
+    base = os.path.dirname(os.path.join(testutil.REPO_ROOT, page))
+    for target in re.findall(r'\]\(([^)#:]+)(?:#[^)]*)?\)', _read(page)):
+      assert os.path.exists(os.path.join(base, target)), (page, target)
 
 
 def test_readme_commands_are_what_ci_runs():

@@ -5,7 +5,7 @@ child process: `measure(params)` starts `python -m trainer.memory.xla` with
 `--xla_dump_to` set and the params as JSON on stdin; the child jit-compiles
 and runs one training step of params' model_fn at the per-core batch and
 prints the sizes XLA assigned as one JSON line. XLA:CPU computes bfloat16
-matmuls in float32 (README, "Memory"), so only float32 figures are
+matmuls in float32 (docs/memory.md), so only float32 figures are
 comparable.
 """
 
