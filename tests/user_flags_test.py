@@ -94,6 +94,67 @@ def test_unset_module_defaults_the_trainer_cannot_use_leave_its_own():
   assert params['train_steps'] == 40  # Set: the one value both read.
 
 
+def _simclr_mode(fv):
+  """SimCLR's run.py: --mode, an enum of other values than the trainer's."""
+  flags.DEFINE_enum('mode', 'train', ['train', 'eval', 'train_then_eval'],
+                    'theirs', flag_values=fv)
+
+
+@pytest.mark.parametrize('argv, module_view, trainer_view', [
+    ([], 'train', 'train'),  # Unset: the module's default, the trainer's too.
+    (['--mode=train'], 'train', 'train'),
+    (['--mode=train_and_evaluate'], 'train', 'train_and_evaluate'),
+    (['--mode=evaluate'], 'train', 'evaluate'),
+])
+def test_enums_of_other_values_are_read_apart(argv, module_view,
+                                              trainer_view):
+  fv = _module_flags(_simclr_mode)
+  shared = user_flags.define_shared(trainer_flags.define_flags, fv)
+  assert 'mode' in shared and 'mode' in user_flags.SPLIT
+  fv(['prog'] + argv)
+  assert fv.mode == module_view  # Always one of the module's own values.
+  assert params_lib.params_from_flags(fv)['mode'] == trainer_view
+
+
+def test_a_value_only_the_module_accepts_names_both_definitions():
+  fv = _module_flags(_simclr_mode)
+  user_flags.define_shared(trainer_flags.define_flags, fv)
+  with pytest.raises(flags.IllegalFlagValueError) as raised:
+    fv(['prog', '--mode=train_then_eval'])
+  message = str(raised.value)
+  assert "'train_then_eval' is only" in message
+  assert 'defines --mode as enum <train|eval|train_then_eval>' in message
+  assert ('the trainer as enum <train|evaluate|train_and_evaluate|predict|'
+          'export>') in message
+  fv = _module_flags(_simclr_mode)
+  user_flags.define_shared(trainer_flags.define_flags, fv)
+  with pytest.raises(flags.IllegalFlagValueError, match='neither'):
+    fv(['prog', '--mode=bogus'])
+
+
+def test_a_module_default_the_trainer_refuses_leaves_the_trainers():
+  def module(fv):
+    flags.DEFINE_enum('mode', 'train_then_eval', ['train', 'train_then_eval'],
+                      'theirs', flag_values=fv)
+  fv = _module_flags(module)
+  user_flags.define_shared(trainer_flags.define_flags, fv)
+  fv(['prog'])
+  assert fv.mode == 'train_then_eval'
+  assert params_lib.params_from_flags(fv)['mode'] == 'train_and_evaluate'
+
+
+def test_an_enum_accepting_the_trainers_values_stays_one_flag():
+  def module(fv):  # A superset of the trainer's modes: nothing to split.
+    flags.DEFINE_enum('mode', 'train', trainer_flags.MODES + ('tune',),
+                      'theirs', flag_values=fv)
+  fv = _module_flags(module)
+  user_flags.define_shared(trainer_flags.define_flags, fv)
+  assert 'mode' not in user_flags.SPLIT
+  fv(['prog', '--mode=evaluate'])
+  assert fv.mode == 'evaluate'
+  assert params_lib.params_from_flags(fv)['mode'] == 'evaluate'
+
+
 def test_builtin_only_flag_of_another_type_is_the_modules():
   def module(fv):  # resnet_main.py: --resnet_depth is an int there.
     flags.DEFINE_integer('resnet_depth', None, 'theirs', flag_values=fv)
@@ -136,6 +197,49 @@ def test_main_runs_a_module_that_defines_flags(tmp_path, runner):
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'global_step: 5' in result.stdout
   assert '--learning_rate (mnist_like)' in result.stderr  # Logged as shared.
+
+
+# As SimCLR's run.py: --mode train|eval|train_then_eval, read by its code.
+SPLIT_MODULE = textwrap.dedent('''
+    from absl import flags
+    import tensorflow.compat.v1 as tf
+    from tensorflow.compat.v1 import estimator as tf_estimator
+
+    flags.DEFINE_enum("mode", "train", ["train", "eval", "train_then_eval"],
+                      "Whether to perform training or evaluation.")
+    FLAGS = flags.FLAGS
+
+    def model_fn(features, labels, mode, params):
+      assert FLAGS.mode == "train", FLAGS.mode
+      logits = tf.layers.dense(tf.reshape(features["image"], [-1, 784]), 10)
+      loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+      train_op = None
+      if mode == tf_estimator.ModeKeys.TRAIN:
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, tf.train.get_global_step())
+      return tf_estimator.tpu.TPUEstimatorSpec(mode, loss=loss,
+                                               train_op=train_op)
+''')
+
+
+@pytest.mark.parametrize('runner', [
+    pytest.param('estimator', marks=testutil.requires_estimator), 'tf2'])
+def test_main_runs_the_trainers_mode_beside_a_modules_own(tmp_path, runner):
+  module = tmp_path / 'simclr_like.py'
+  module.write_text(SPLIT_MODULE)
+  args = [f'--model={module}:model_fn', '--input=tfrecord',
+          f'--runner={runner}', '--train_steps=4', '--steps_per_eval=4',
+          '--iterations_per_loop=4', '--eval_steps=2',
+          f'--model_dir={tmp_path / "model"}']
+  result = testutil.run_main(args + ['--mode=train_and_evaluate'])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'global_step: 4' in result.stdout
+  assert 'loss: ' in result.stdout  # Evaluated, as the trainer's mode says.
+  assert "--mode is read apart: the trainer takes 'train_and_evaluate'" in (
+      result.stderr)
+  result = testutil.run_main(args + ['--mode=eval'])
+  assert result.returncode != 0
+  assert "--mode=eval: 'eval' is only simclr_like's value" in result.stderr
 
 
 def test_main_names_both_definitions_of_a_clash(tmp_path):
