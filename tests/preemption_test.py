@@ -25,6 +25,36 @@ def test_sigterm_sets_the_flag_instead_of_killing():
     assert not preemption.requested()  # Each run starts clear.
 
 
+def test_sigterm_while_a_log_line_is_written_is_not_lost(monkeypatch):
+  # A signal handler that writes to stderr while the main thread is writing
+  # a log line raises (RuntimeError: reentrant call), which logging then
+  # swallows: the handler must set the flag without any I/O.
+  def reentrant(*args, **kwargs):
+    raise RuntimeError('reentrant call inside <_io.BufferedWriter>')
+
+  with preemption.handling_sigterm():
+    with monkeypatch.context() as patched:
+      for name in ('debug', 'info', 'warning', 'error', 'log'):
+        patched.setattr(preemption.logging, name, reentrant)
+      signal.raise_signal(signal.SIGTERM)  # Must not raise.
+    assert preemption.requested()
+
+
+def test_reclaim_takes_sigterm_back_inside_the_block_only():
+  def other(signum, frame):
+    del signum, frame
+    raise AssertionError('the replaced handler ran')
+
+  preemption.reclaim()  # Outside a block: nothing to take back.
+  assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+  with preemption.handling_sigterm():
+    signal.signal(signal.SIGTERM, other)  # As TensorFlow's C++ one does.
+    preemption.reclaim()
+    signal.raise_signal(signal.SIGTERM)
+    assert preemption.requested()
+  assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
 @pytest.mark.parametrize('runner', [
     pytest.param('estimator', marks=testutil.requires_estimator), 'tf2'])
 def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,

@@ -140,6 +140,9 @@ def evaluate(runner: Runner, params, eval_steps):
 
 def _train(runner: Runner, params, to_step):
   """runner.train(to_step); PreemptedError if it stopped early on SIGTERM."""
+  latest = runner.latest_checkpoint()
+  if latest:  # What a resumed run starts from, also with quiet TF logs.
+    logging.info('Restoring parameters from %s', latest)
   runner.train(to_step)
   preemption.raise_if_requested(runner.global_step(), params['model_dir'])
 

@@ -8,12 +8,19 @@ the loop policy (trainer/loop.py), how many steps each loop runs, when to
 save (at the start of a model_dir without a checkpoint, at the cadence, at
 the end, when stopping) and when to stop (the last step, SIGTERM, a hook's
 request, the end of the input, a saver listener's request).
+
+SIGTERM in a job of several workers: after every loop the workers agree
+(`LoopTrainer.any_worker`, one collective) whether any of them received
+it, so all stop after the same loop, each writes its checkpoint at the same
+step, and all exit as preempted.
 """
 
 import dataclasses
 from typing import Optional, Protocol, Sequence
 
 from absl import logging
+
+from trainer.guard import preemption
 
 
 @dataclasses.dataclass
@@ -52,10 +59,16 @@ class LoopTrainer(Protocol):
   def end(self) -> None:
     """Called once after the last loop (also when a loop raised)."""
 
+  def any_worker(self, flag: bool) -> bool:
+    """Whether `flag` is True on any worker of the job (a collective every
+    worker calls after the same loop); `flag` itself for one worker."""
+    return flag
+
 
 def train(trainer: LoopTrainer, policy, to_step: Optional[int]) -> int:
   """Trains until the global step reaches `to_step` (None: until the input
   ends) as `policy` says; returns the global step reached."""
+  preemption.reclaim()  # TensorFlow may have taken SIGTERM over.
   step = trainer.global_step()
   policy.begin(step, to_step)
   trainer.begin()
@@ -64,11 +77,13 @@ def train(trainer: LoopTrainer, policy, to_step: Optional[int]) -> int:
       if _save(trainer, policy, step):
         return step
     while to_step is None or step < to_step:
+      preemption.reclaim()  # TensorFlow may have taken SIGTERM over.
       num_steps = policy.loop_steps(step)
       if trainer.max_loop_steps():
         num_steps = min(num_steps, trainer.max_loop_steps())
       result = trainer.train_loop(num_steps)
       step = trainer.global_step()
+      _agree_on_preemption(trainer)
       if len(result.losses) < num_steps:
         logging.info('Input ended at step %d: training stops there.', step)
         policy.request_stop()
@@ -82,6 +97,15 @@ def train(trainer: LoopTrainer, policy, to_step: Optional[int]) -> int:
   finally:
     trainer.end()
   return step
+
+
+def _agree_on_preemption(trainer):
+  """Marks this worker preempted when any worker of the job received
+  SIGTERM during the loop that just ended."""
+  agree = getattr(trainer, 'any_worker', None)
+  if agree is not None and agree(preemption.requested()) and (
+      not preemption.requested()):
+    preemption.request(peer=True)
 
 
 def _save(trainer, policy, step):

@@ -1,8 +1,11 @@
 """Builds the runner params['runner'] names and hands it to the controller."""
 
 from absl import logging
+import tensorflow as tf
 
 from trainer import controller
+from trainer.guard import peers
+from trainer.guard import preemption
 
 
 def make_runner(params, model_fn, input_fn, serving_input_fn=None):
@@ -34,5 +37,12 @@ def make_runner(params, model_fn, input_fn, serving_input_fn=None):
 
 def run(params, model_fn, input_fn, serving_input_fn=None):
   """Runs params['mode'] with model_fn / input_fn; returns its result."""
-  return controller.run(
-      make_runner(params, model_fn, input_fn, serving_input_fn), params)
+  runner = make_runner(params, model_fn, input_fn, serving_input_fn)
+  preemption.reclaim()  # Its strategy may have taken SIGTERM over.
+  try:
+    return controller.run(runner, params)
+  except tf.errors.OpError as e:
+    lost = peers.lost_worker_error(e, params['model_dir'])
+    if lost is None:
+      raise
+    raise lost from e

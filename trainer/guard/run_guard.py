@@ -45,10 +45,14 @@ def guarded(params):
   """Runs the block as the one trainer of params['model_dir'] (training
   modes) after checking the configuration stored there."""
   with tfrecord.naming_corrupt_files(params, splits(params)):
-    if params['mode'] not in TRAINING_MODES or not (
-        strategy_lib.is_chief_task()):  # Multi-worker: the chief guards.
+    if params['mode'] not in TRAINING_MODES:
       fingerprint.check(params, training=False)
       yield
+      return
+    if not strategy_lib.is_chief_task():  # Multi-worker: the chief guards.
+      fingerprint.check(params, training=False)
+      with preemption.handling_sigterm():  # Every worker stops on SIGTERM.
+        yield
       return
     with lock.locked(params['model_dir']):
       fingerprint.check(params, training=True,

@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.guard import nonfinite
+from trainer.guard import preemption
 from trainer.tf2 import runner as tf2_runner
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
@@ -187,10 +188,20 @@ class Backend:
     start = int(_checkpoint_step(self.model.model_dir))
     to_step = hooks_lib.stop_step(hooks, start)
     runner, _ = self._runner(ModeKeys.TRAIN, input_fn, to_step)
-    try:
-      runner.train(to_step, hooks=hooks, saving_listeners=listeners)
-    except nonfinite.NonFiniteLossError as e:
-      raise hooks_lib.NanLossDuringTrainingError() from e
+    # Under a strategy TensorFlow may take SIGTERM over (multi-worker): the
+    # runner stops at a loop's end with a checkpoint, every worker at the
+    # same step, and the program exits 143 as SIGTERM would have ended it.
+    with preemption.handling_sigterm():
+      try:
+        runner.train(to_step, hooks=hooks, saving_listeners=listeners)
+      except nonfinite.NonFiniteLossError as e:
+        raise hooks_lib.NanLossDuringTrainingError() from e
+      if preemption.requested():
+        logging.warning('Preempted (SIGTERM): stopped at step %d with a '
+                        'checkpoint in %s; exiting with status %d.',
+                        runner.global_step(), self.model.model_dir,
+                        preemption.EXIT_STATUS)
+        raise SystemExit(preemption.EXIT_STATUS)
     return None
 
   def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):

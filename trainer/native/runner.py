@@ -386,3 +386,6 @@ class _NativeLoops(driver.LoopTrainer):
 
   def end(self):
     pass
+
+  def any_worker(self, flag):
+    return strategy_lib.any_worker(self._runner.strategy, flag)

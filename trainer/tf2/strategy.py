@@ -86,6 +86,17 @@ def make_strategy(params):
   return tf.distribute.get_strategy(), 'default'
 
 
+def any_worker(strategy, flag):
+  """Whether `flag` is True on any worker of a MultiWorkerMirroredStrategy
+  job (an all-reduce every worker must call at the same point); `flag`
+  itself under any other strategy."""
+  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return bool(flag)
+  votes = strategy.run(lambda: tf.constant(1.0 if flag else 0.0))
+  return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, votes,
+                              axis=None).numpy() > 0)
+
+
 def supports_jit(kind):
   """Whether the replica step may be XLA-compiled under this strategy kind.
 
