@@ -70,6 +70,28 @@ def run_main(args, timeout=HANG_TIMEOUT, env=None, cwd=REPO_ROOT):
                         timeout=timeout)
 
 
+def call_on_cpu_devices(num_devices, fn, *args):
+  """fn(*args) (a test module's top-level function; args with a repr that
+  evaluates back) where the CPU is split into `num_devices` logical devices
+  for --num_cpu_devices: here for 1, else in a new process (TF fixes its
+  devices once initialised), which must end without error."""
+  if num_devices == 1:
+    return fn(*args)
+  code = ('import tests.conftest\n'
+          'from trainer.tf2 import strategy\n'
+          f'strategy.split_cpu({num_devices})\n'
+          f'import {fn.__module__} as module\n'
+          f'module.{fn.__name__}(*{args!r})\n')
+  result = subprocess.run(
+      [sys.executable, '-c', code], cwd=REPO_ROOT, capture_output=True,
+      text=True, timeout=HANG_TIMEOUT,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  assert result.returncode == 0, (
+      f'{fn.__name__}{args!r} on {num_devices} CPU devices failed:\n'
+      f'{result.stderr[-6000:]}')
+  return None
+
+
 def start_main(args, log_path):
   """`python -m trainer.main ARGS` in the background; stderr to log_path."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')

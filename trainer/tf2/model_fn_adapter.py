@@ -21,10 +21,14 @@ TF1 graph gives it, so checkpoints move between runners:
   * it is called the way Estimator calls it (any subset of features,
     labels, mode, params, config), and global_step exists before it runs;
   * non-trainable float variables updated in the replica context (batch-norm
-    moving averages) get MEAN aggregation so MirroredStrategy accepts them.
+    moving averages) get MEAN aggregation so MirroredStrategy accepts them;
+  * tf.compat.v1.train.init_from_checkpoint, in the model_fn or in a
+    scaffold_fn, is recorded in `checkpoint_inits` for the runner's load,
+    which applies it only when there is no checkpoint (checkpoint_init.py).
 """
 
 import collections
+import functools
 import threading
 
 import tensorflow as tf
@@ -35,6 +39,7 @@ from trainer.compat import graph_collections
 from trainer.compat import op_seeds
 from trainer.compat import tf1_semantics
 from trainer.compat import tf_private
+from trainer.tf2 import checkpoint_init
 
 _v1 = tf.compat.v1
 _NONE = tf.VariableAggregation.NONE
@@ -97,8 +102,9 @@ def add_to_collections(variable, kwargs, graph=None):
       graph.add_to_collection(name, variable)
 
 
-def _collecting_getter(getter, *args, **kwargs):
-  """get_variable custom getter: adds what it returns to the collections."""
+def _collecting_getter(getter, *args, names=None, **kwargs):
+  """get_variable custom getter: adds what it returns to the collections
+  (and its name to `names`)."""
   trainable = _is_trainable(kwargs)
   aggregation = kwargs.get('aggregation') or _NONE
   if not trainable and aggregation == _NONE:
@@ -107,6 +113,8 @@ def _collecting_getter(getter, *args, **kwargs):
                              else tf.VariableAggregation.ONLY_FIRST_REPLICA)
   variable = getter(*args, **kwargs)
   add_to_collections(variable, kwargs)
+  if names is not None:
+    names.add(kwargs['name'] if 'name' in kwargs else args[0])
   return variable
 
 
@@ -127,6 +135,7 @@ class ModelFnModule(tf.Module):
     self._call_graph = None  # The graph the current call builds in.
     self._last = threading.local()  # .collections: the thread's last call's.
     self.unsaved_names = set()  # Not in GLOBAL_VARIABLES (metric sums).
+    self.checkpoint_inits = checkpoint_init.Recorder()
 
   @_track_tf1_style_variables
   def __call__(self, features, labels, mode, params):
@@ -137,20 +146,23 @@ class ModelFnModule(tf.Module):
     # At the graph's root, as Estimator calls it, whatever loop or replica
     # scope the step is traced in: summary tags and op names are TF1's.
     graph = self._call_graph
-    with graph.name_scope(None), fresh_collections() as call_collections, (
-        _v1.variable_scope(scope, custom_getter=_collecting_getter,
-                           auxiliary_name_scope=False)), (
-                               tf.variable_creator_scope(
-                                   self._collecting_creator(graph))), (
-                                       tf1_semantics.graph_semantics()), (
-                                           op_seeds.derived_op_seeds()):
-      self._last.collections = call_collections  # Filled when it ends.
-      # Estimator makes both before the model_fn; reads of the global step
-      # in the model_fn give its value at the step's start, as in TF1.
-      global_step, read = _global_step_read()
-      with tf1_semantics.reads_at_step_start(global_step, read):
-        return estimator_calls.call_model_fn(
-            self._model_fn, features, labels, mode, params, self._config)
+    inits = self.checkpoint_inits
+    with inits.call() as names, checkpoint_init.recording(inits):
+      getter = functools.partial(_collecting_getter, names=names)
+      with graph.name_scope(None), fresh_collections() as call_collections, (
+          _v1.variable_scope(scope, custom_getter=getter,
+                             auxiliary_name_scope=False)), (
+                                 tf.variable_creator_scope(
+                                     self._collecting_creator(graph))), (
+                                         tf1_semantics.graph_semantics()), (
+                                             op_seeds.derived_op_seeds()):
+        self._last.collections = call_collections  # Filled when it ends.
+        # Estimator makes both before the model_fn; reads of the global
+        # step in the model_fn give its value at the step's start, as in TF1.
+        global_step, read = _global_step_read()
+        with tf1_semantics.reads_at_step_start(global_step, read):
+          return estimator_calls.call_model_fn(
+              self._model_fn, features, labels, mode, params, self._config)
 
   @property
   def collections(self):
@@ -166,10 +178,12 @@ class ModelFnModule(tf.Module):
   def run_in_variable_store(self, fn, *args):
     """fn(*args) with this module's get_variable store and TF1 semantics.
 
-    For a spec's scaffold_fn: init_from_checkpoint finds variables by name,
-    and an EMA saver maps them by `v.op.name`.
+    For a spec's scaffold_fn: init_from_checkpoint finds variables by name
+    (and is recorded, as in the model_fn), and an EMA saver maps them by
+    `v.op.name`.
     """
-    with tf1_semantics.graph_semantics():
+    with tf1_semantics.graph_semantics(), checkpoint_init.recording(
+        self.checkpoint_inits):
       return fn(*args)
 
   def _creator(self, next_creator, **kwargs):

@@ -253,10 +253,12 @@ class Tf2Runner:
   def load(self, spec, checkpoint_path=None):
     """After a trace: initialises the variables as TPUEstimator's session
     does, from `checkpoint_path` or model_dir's latest checkpoint through
-    the spec's Scaffold, or with its init_fn when there is none."""
+    the spec's Scaffold, or, when there is none, with the trace's
+    init_from_checkpoint values and the Scaffold's init_fn."""
     self.checkpoints.track_new_variables()
     with self.strategy.scope():
       scaffold = scaffold_lib.make(self.module, spec.scaffold_fn)
       scaffold_lib.load(scaffold, checkpoint_path or self.latest_checkpoint(),
-                        self.checkpoints.restore, self.global_step)
+                        self.checkpoints.restore, self.global_step,
+                        self.module.checkpoint_inits.take())
     return scaffold

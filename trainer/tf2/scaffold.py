@@ -5,8 +5,11 @@ Scaffold itself) in every mode and gives the Scaffold to its session:
   * with a checkpoint to load, the Scaffold's saver loads it (by default a
     Saver over all variables). An EMA model_fn's evaluation saver maps the
     moving averages (`kernel/ExponentialMovingAverage`) onto the model's
-    variables, so evaluation and prediction run on the averages;
-  * without one, variables get their initializers, then the Scaffold's
+    variables, so evaluation and prediction run on the averages, on every
+    replica (an eager Saver takes no distributed variable: it restores each
+    one's first copy, which is then mirrored to the others);
+  * without one, variables get their initializers, including those
+    init_from_checkpoint set (checkpoint_init.py), then the Scaffold's
     init_op and init_fn run (warm starts).
 `load` does the same without a Session. A saver made inside the traced
 model_fn is rebuilt outside it (tf1_semantics.eager_saver); an init_op made
@@ -14,9 +17,11 @@ there cannot run outside its graph and is refused with an error naming it.
 """
 
 from absl import logging
+import tensorflow as tf
 
 from trainer.api import errors
 from trainer.compat import tf1_semantics
+from trainer.tf2 import checkpoint_init
 from trainer.tf2 import hooks as hooks_lib
 
 
@@ -38,9 +43,44 @@ def saver_of(scaffold):
   return tf1_semantics.eager_saver(saver)
 
 
-def load(scaffold, checkpoint_path, default_restore, global_step):
+def _is_distributed(variable):
+  return isinstance(variable, tf.distribute.DistributedValues)
+
+
+def _restore(saver, checkpoint_path):
+  """saver.restore(None, checkpoint_path) eagerly, distributed variables
+  included: a Saver over their first copies restores, the others follow."""
+  var_list = saver._var_list  # pylint: disable=protected-access
+  distributed = []
+
+  def first_copy(value):
+    if isinstance(value, (list, tuple)):  # A partitioned variable's parts.
+      return [first_copy(v) for v in value]
+    if not _is_distributed(value):
+      return value
+    distributed.append(value)
+    return value.values[0]
+
+  if isinstance(var_list, dict):
+    local = {name: first_copy(v) for name, v in var_list.items()}
+  elif isinstance(var_list, (list, tuple)):
+    local = first_copy(var_list)
+  else:
+    local = var_list
+  with tf1_semantics.graph_semantics():
+    if distributed:
+      saver = tf.compat.v1.train.Saver(
+          local, reshape=saver._reshape, sharded=saver._sharded)  # pylint: disable=protected-access
+    saver.restore(None, checkpoint_path)
+  for variable in distributed:  # In cross-replica context: every copy.
+    variable.assign(variable.values[0].read_value())
+
+
+def load(scaffold, checkpoint_path, default_restore, global_step,
+         checkpoint_inits=()):
   """Restores `checkpoint_path` through the Scaffold's saver (or
-  default_restore(path)); without a checkpoint, runs init_op and init_fn.
+  default_restore(path)); without a checkpoint, applies `checkpoint_inits`
+  (checkpoint_init.Recorder.take()), then runs init_op and init_fn.
 
   Returns 'restored', 'initialized' or None (nothing to do).
   """
@@ -49,12 +89,12 @@ def load(scaffold, checkpoint_path, default_restore, global_step):
     if saver is None:
       default_restore(checkpoint_path)
     else:
-      with tf1_semantics.graph_semantics():
-        saver.restore(None, checkpoint_path)
+      _restore(saver, checkpoint_path)
       logging.info('Restored %s with the scaffold\'s Saver.', checkpoint_path)
     return 'restored'
+  checkpoint_init.apply(checkpoint_inits)
   if scaffold is None:
-    return None
+    return 'initialized' if checkpoint_inits else None
   init_op = getattr(scaffold, 'init_op', None)
   if init_op is not None and not _ran_eagerly(init_op) and (
       not tf1_semantics.only_initializers(init_op)):

@@ -183,6 +183,7 @@ class Training:
     with self._scope():  # Traced now, so the hooks see the loop's graph.
       self._loop.get_concrete_function(self._iterator, tf.constant(1))
     self._checks.check(_TRAIN)
+    runner.module.checkpoint_inits.take()  # Applied (or not) by the load.
 
   def _ensure_built(self, input_fn, hooks):
     """Builds the loop for this input_fn and these hooks, or starts a new
