@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests import testutil
 
 STOP_WITHIN_SECS = 60  # The promise tested; not a hang guard.
@@ -34,25 +36,44 @@ def _free_ports(count):
   return ports
 
 
-class _Job:
-  """Two trainer.main workers of one TF_CONFIG cluster; stderr in files."""
+def _trainer_command(model_dir, train_steps):
+  return [sys.executable, '-m', 'trainer.main', '--runner=tf2',
+          '--mode=train', f'--train_steps={train_steps}',
+          '--iterations_per_loop=5', '--save_checkpoints_steps=100000',
+          '--num_cores=1', '--train_batch_size=32', '--augmentation=none',
+          f'--model_dir={model_dir}']
 
-  def __init__(self, tmp_path, name, model_dir, train_steps):
-    cluster = {'worker': [f'127.0.0.1:{p}' for p in _free_ports(2)]}
+
+def _facade_command(model_dir, train_steps):
+  """A legacy train_and_evaluate program through the Estimator facade."""
+  return [sys.executable, '-m', 'trainer.legacy', '-m',
+          'tests.legacy_programs.train_and_evaluate_main',
+          f'--data_dir={testutil.DIGITS_RAW}', f'--model_dir={model_dir}',
+          f'--max_steps={train_steps}', '--save_checkpoints_steps=100000']
+
+
+class _Job:
+  """Two workers of one TF_CONFIG cluster (worker 0, worker 1; or chief,
+  worker 0 for the facade, as Estimator needs); stderr in files."""
+
+  def __init__(self, tmp_path, name, model_dir, train_steps,
+               command=_trainer_command):
+    ports = [f'127.0.0.1:{p}' for p in _free_ports(2)]
+    if command is _facade_command:
+      cluster = {'chief': ports[:1], 'worker': ports[1:]}
+      tasks = [('chief', 0), ('worker', 0)]
+    else:
+      cluster = {'worker': ports}
+      tasks = [('worker', 0), ('worker', 1)]
     self.logs = [tmp_path / f'{name}-{i}.log' for i in range(2)]
     self.workers = []
-    for index in range(2):
+    for index, (kind, task_index) in enumerate(tasks):
       env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TF_CONFIG=json.dumps(
-          {'cluster': cluster, 'task': {'type': 'worker', 'index': index}}))
+          {'cluster': cluster, 'task': {'type': kind, 'index': task_index}}))
       with open(self.logs[index], 'w') as log:
         self.workers.append(subprocess.Popen(
-            [sys.executable, '-m', 'trainer.main', '--runner=tf2',
-             '--mode=train', f'--train_steps={train_steps}',
-             '--iterations_per_loop=5', '--save_checkpoints_steps=100000',
-             '--num_cores=1', '--train_batch_size=32', '--augmentation=none',
-             f'--model_dir={model_dir}'],
-            cwd=testutil.REPO_ROOT, env=env, stdout=subprocess.PIPE,
-            stderr=log, text=True))
+            command(model_dir, train_steps), cwd=testutil.REPO_ROOT,
+            env=env, stdout=subprocess.PIPE, stderr=log, text=True))
 
   def wait(self, timeout):
     """[(returncode, stdout, stderr)] once both ended; AssertionError naming
@@ -84,11 +105,12 @@ class _Job:
                for i, w in enumerate(self.workers))
 
 
-def _training_job(tmp_path, name, model_dir, train_steps):
+def _training_job(tmp_path, name, model_dir, train_steps,
+                  command=_trainer_command):
   """A job whose both workers are training (restarted on other ports if a
   port was taken before a worker bound it)."""
   for attempt in range(3):
-    job = _Job(tmp_path, f'{name}{attempt}', model_dir, train_steps)
+    job = _Job(tmp_path, f'{name}{attempt}', model_dir, train_steps, command)
     try:
       for index in range(2):
         testutil.wait_for_training(job.workers[index], job.logs[index])
@@ -134,3 +156,22 @@ def test_a_killed_worker_stops_the_other_naming_it(tmp_path):
   code, _, err = job.wait(STOP_WITHIN_SECS)[survivor]
   assert code not in (0, 143), err[-3000:]
   assert f'error: the job lost worker {target}' in err, err[-3000:]
+
+
+@pytest.mark.skipif(testutil.HAS_ESTIMATOR, reason=(
+    'the Estimator facade runs on TF >= 2.16; TF 2.15 runs the real '
+    'Estimator, whose workers die on SIGTERM without a checkpoint'))
+def test_sigterm_stops_both_workers_of_a_facade_program_at_one_step(
+    tmp_path):
+  rng = random.Random(testutil.seed_from_env())
+  target = rng.randrange(2)
+  print(f'SIGTERM to task {target} (0: chief, 1: worker 0)')
+  model_dir = tmp_path / 'model'
+  job = _training_job(tmp_path, 'facade', model_dir, 1000000,
+                      command=_facade_command)
+  job.workers[target].send_signal(signal.SIGTERM)
+  results = job.wait(STOP_WITHIN_SECS)
+  for code, _, err in results:
+    assert code == 143, err[-3000:]
+  step = testutil.latest_step(model_dir)
+  assert step and step == testutil.latest_step(model_dir / 'worker-0')

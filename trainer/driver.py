@@ -83,13 +83,13 @@ def train(trainer: LoopTrainer, policy, to_step: Optional[int]) -> int:
         num_steps = min(num_steps, trainer.max_loop_steps())
       result = trainer.train_loop(num_steps)
       step = trainer.global_step()
-      _agree_on_preemption(trainer)
+      preempted = _agreed_preemption(trainer)
       if len(result.losses) < num_steps:
         logging.info('Input ended at step %d: training stops there.', step)
         policy.request_stop()
       if result.stop:
         policy.request_stop()
-      decision = policy.after_loop(step, result.losses)
+      decision = policy.after_loop(step, result.losses, preempted=preempted)
       if decision.save and _save(trainer, policy, step):
         break
       if decision.stop:
@@ -99,13 +99,16 @@ def train(trainer: LoopTrainer, policy, to_step: Optional[int]) -> int:
   return step
 
 
-def _agree_on_preemption(trainer):
-  """Marks this worker preempted when any worker of the job received
-  SIGTERM during the loop that just ended."""
+def _agreed_preemption(trainer):
+  """Whether to stop after this loop for SIGTERM: this worker's flag, read
+  once, or any worker's (every worker reads and agrees at the same loop, so
+  a SIGTERM arriving during the agreement counts at the next loop on all)."""
+  local = preemption.requested()
   agree = getattr(trainer, 'any_worker', None)
-  if agree is not None and agree(preemption.requested()) and (
-      not preemption.requested()):
+  preempted = agree(local) if agree is not None else local
+  if preempted and not local:
     preemption.request(peer=True)
+  return preempted
 
 
 def _save(trainer, policy, step):

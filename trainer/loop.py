@@ -132,15 +132,20 @@ class LoopPolicy:
       steps = min(steps, (step // every + 1) * every - step)
     return int(steps)
 
-  def after_loop(self, step, losses):
+  def after_loop(self, step, losses, preempted=None):
     """Checks and logs the loop that ended at `step`; a LoopDecision.
 
     losses: the loss of each step of the loop, or of its last step.
+    preempted: whether to stop for SIGTERM, as the caller decided it (the
+    loop driver: once per loop, agreed by every worker); None reads
+    trainer/guard/preemption.py here.
     Raises NonFiniteLossError naming the first step with a NaN or Inf loss.
     """
     self._to()
     nonfinite.check_losses(losses, step, self.model_dir)
-    self._stop = self._stop or preemption.requested()
+    if preempted is None:
+      preempted = preemption.requested()
+    self._stop = self._stop or preempted
     self._log_progress(step, losses)
     return LoopDecision(save=self.should_save(step), stop=self._stop)
 

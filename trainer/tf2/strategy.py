@@ -10,6 +10,7 @@
 
 import json
 import os
+import weakref
 
 from absl import logging
 import tensorflow as tf
@@ -92,9 +93,17 @@ def any_worker(strategy, flag):
   itself under any other strategy."""
   if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
     return bool(flag)
-  votes = strategy.run(lambda: tf.constant(1.0 if flag else 0.0))
-  return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, votes,
-                              axis=None).numpy() > 0)
+  vote = _votes.get(strategy)
+  if vote is None:
+    @tf.function
+    def vote(value):
+      votes = strategy.run(tf.identity, args=(value,))
+      return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
+    _votes[strategy] = vote
+  return bool(vote(tf.constant(1.0 if flag else 0.0)).numpy() > 0)
+
+
+_votes = weakref.WeakKeyDictionary()  # strategy -> its compiled vote
 
 
 def supports_jit(kind):
