@@ -183,10 +183,7 @@ SLOW_MODULE = textwrap.dedent('''
 
 @pytest.mark.parametrize('runner', [
     pytest.param('estimator', marks=testutil.requires_estimator),
-    pytest.param('tf2', marks=pytest.mark.xfail(
-        strict=True, reason='issue 17 point 8: the tf2 runner replays a '
-        "loop's hooks after it, within microseconds "
-        '(trainer/tf2/hooks.py HookRunner.after_steps)')),
+    'tf2',
 ])
 def test_main_rates_with_loops_longer_than_the_log_cadence(tmp_path, runner):
   module = tmp_path / 'slow_model.py'

@@ -127,6 +127,13 @@ def training_module():
   return training
 
 
+def session_run_hooks_module():
+  """tensorflow.python.training.basic_session_run_hooks: its timers read
+  the module's `time` (replaced while the tf2 runner replays a loop)."""
+  from tensorflow.python.training import basic_session_run_hooks  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return basic_session_run_hooks
+
+
 def evaluation_module():
   """tensorflow.python.training.evaluation: `_evaluate_once` (evaluation
   with update ops per batch and final ops once, what Estimator.evaluate

@@ -20,6 +20,7 @@ hook asks in `begin`/`after_create_session`.
 
 import contextlib
 import logging
+import time
 
 import tensorflow as tf
 
@@ -36,6 +37,34 @@ class HookNeedsSessionError(errors.TrainerError, RuntimeError):
 
 def _hook_name(hook):
   return type(hook).__name__
+
+
+class _Clock:
+  """The time module as basic_session_run_hooks sees it during a replay."""
+
+  def __init__(self):
+    self.now = time.time()
+
+  def time(self):
+    return self.now
+
+  def __getattr__(self, name):
+    return getattr(time, name)
+
+
+@contextlib.contextmanager
+def _replay_clock():
+  """Within the block, the timers of TF's standard hooks (StepCounterHook,
+  LoggingTensorHook, ... through SecondOrStepTimer) read the clock yielded,
+  not the wall clock: a loop's steps are replayed after it in microseconds,
+  which would make global_step/sec absurd."""
+  module = tf_private.session_run_hooks_module()
+  clock = _Clock()
+  module.time = clock
+  try:
+    yield clock
+  finally:
+    module.time = time
 
 
 class HostSession:
@@ -226,6 +255,7 @@ class HookRunner:
     """Before the first step; a hook that runs graph tensors fails here."""
     for hook in self.hooks:
       hook.after_create_session(self._session(hook, global_step), None)
+    self._loop_start = time.time()
 
   def _session(self, hook, global_step):
     return HostSession(hook, self._graph, self._last, global_step,
@@ -240,6 +270,16 @@ class HookRunner:
     session would. Returns True if a hook requested a stop.
     """
     del global_step  # Each step's value is known: first_step + offset.
+    start = getattr(self, '_loop_start', None) or time.time()
+    end = time.time()
+    with _replay_clock() as clock:
+      stop = self._replay(step_values, first_step, clock, start, end)
+    self._loop_start = time.time()
+    return stop
+
+  def _replay(self, step_values, first_step, clock, start, end):
+    """after_steps' replay; hooks' timers read `clock`, which says when each
+    step ended had the loop's wall time been spread evenly over them."""
     stop = False
     # One session and fetch reader per hook for the whole loop.
     sessions = [self._session(hook, None) for hook in self.hooks]
@@ -248,6 +288,7 @@ class HookRunner:
     for offset, values in enumerate(step_values):
       self._last = {key: values[i] for key, i in self._index.items()}
       step = first_step + offset
+      clock.now = start + (end - start) * (offset + 1) / len(step_values)
       for hook, session, read in zip(self.hooks, sessions, readers):
         # session.run before the step gives its start, after it its end.
         session.at_step(self._last, step)
