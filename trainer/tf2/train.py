@@ -41,6 +41,7 @@ from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
+from trainer.tf2 import strategy as strategy_lib
 from trainer.tf2 import summaries
 
 _MEAN = tf.distribute.ReduceOp.MEAN
@@ -320,3 +321,6 @@ class _CallTrainer(driver.LoopTrainer):
     training._listeners.end(runner.global_step())  # pylint: disable=protected-access
     training._profile.stop(runner.global_step())  # pylint: disable=protected-access
     training._finish_host_calls()  # pylint: disable=protected-access
+
+  def any_worker(self, flag):
+    return strategy_lib.any_worker(self._runner.strategy, flag)
