@@ -1,0 +1,343 @@
+"""The conformance cells: one small legacy program each, along the axes of
+the Estimator/TPUEstimator contract (input_fn forms, model_fn signatures,
+spec types, metrics, Scaffold, EMA, summaries, hooks, modes, replicas, warm
+start).
+
+A cell's `opts` configure programs.model_fn_for / input_fn, `est` the
+Estimator (kind 'estimator' or 'tpu' (TPUEstimator, use_tpu=False),
+replicas 1 or 2 (RunConfig train/eval_distribute=MirroredStrategy over 2
+CPUs), RunConfig kwargs, warm start), `actions` the calls made in order.
+
+Two replicas: the golden trains under the real Estimator's
+MirroredStrategy (each replica a batch of input_fn) but evaluates on one
+device: Estimator over replicas gives a partial last batch to either replica
+from run to run (and cannot evaluate numpy_function metrics or an EMA Saver
+there), while the contract (issue 17, point 6) is the one-device result.
+The project evaluates on both replicas.
+
+Expectations on the project, per lane ('2.15': the facade's classes on TF
+2.15; 'new': the installed facade on TF >= 2.16; '*': both):
+  refused: {lane: error type}: the project refuses it before any step runs,
+      with that project error (a trainer.api.errors.TrainerError);
+  differs: {lane: reason}: a known gap, compared and expected to fail
+      (xfail strict): the observables differ from the real Estimator's.
+Otherwise the cell must match the golden.
+"""
+
+import dataclasses
+
+T3 = ('train', {'steps': 3})
+E = ('evaluate', {})  # steps=None: a full pass, 4 + 4 + 2 examples.
+P = ('predict', {})
+X = ('export', {})
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  name: str
+  axis: str
+  doc: str
+  opts: dict = dataclasses.field(default_factory=dict)
+  est: dict = dataclasses.field(default_factory=dict)
+  actions: tuple = (T3, E, P)
+  refused: dict = dataclasses.field(default_factory=dict)
+  differs: dict = dataclasses.field(default_factory=dict)
+  # Opts overriding `opts` in the golden run only: the program whose
+  # Estimator result is the spec of one the real Estimator cannot run.
+  spec_opts: dict = dataclasses.field(default_factory=dict)
+
+  def expectation(self, lane):
+    """('match' | 'refused' | 'differs', detail) on lane ('2.15' or 'new')."""
+    for kind in ('refused', 'differs'):
+      table = getattr(self, kind)
+      if lane in table or '*' in table:
+        return kind, table.get(lane, table.get('*'))
+    return 'match', ''
+
+
+def _tpu(**est):
+  return dict(kind='tpu', **est)
+
+
+def _tpu_opts(**opts):
+  return dict(spec='tpu', input_args='params', **opts)
+
+
+_REP2 = {'replicas': 2}
+# Known gaps of the project with 2 replicas (tf2 runner), found here.
+_LOSS = ("the 'loss' event of training is the first replica's loss; "
+         "Estimator's is the mean over replicas")
+_HOOKS = ('hooks: begin() and before_run() run again at each trace (14 calls '
+          'for 3 steps; Estimator: 9)')
+_EVAL = ("evaluate()'s 'loss' is not the one-device result (2 steps of 2x4 "
+         'examples, not 3 batches)')
+
+
+def _gaps(*reasons):
+  return {'*': '2 replicas: ' + '; '.join(reasons)}
+
+
+CELLS = [
+    # input_fn forms and arguments.
+    Cell('input_dataset', 'input_fn', 'input_fn() returns a Dataset of '
+         '(features dict, labels)'),
+    Cell('input_params', 'input_fn', 'input_fn(params)',
+         {'input_args': 'params'}),
+    Cell('input_mode_params_config', 'input_fn',
+         'input_fn(mode, params, config)',
+         {'input_args': 'mode_params_config'}),
+    Cell('input_context_arg', 'input_fn',
+         'input_fn(params, input_context=None) on one device',
+         {'input_args': 'input_context'}),
+    Cell('input_tensors', 'input_fn', 'input_fn returns make_one_shot_'
+         'iterator(ds).get_next() tensors (features-only in predict)',
+         {'input': 'tensors'}),
+    Cell('input_tensors_params', 'input_fn',
+         'get_next() tensors from input_fn(params)',
+         {'input': 'tensors', 'input_args': 'params'}, actions=(T3, E)),
+    Cell('input_features_tensor', 'input_fn', 'features a single Tensor, '
+         'not a dict; export with a tensor receiver',
+         {'features': 'tensor'}, actions=(T3, E, P, X)),
+    Cell('input_labels_dict', 'input_fn', 'labels a dict of Tensors',
+         {'labels': 'dict'}, actions=(T3, E)),
+    Cell('input_finite_train', 'input_fn', 'train(steps=None) until a '
+         'finite Dataset ends (5 batches)', {'finite_train': True},
+         actions=(('train', {}),)),
+    Cell('input_tensors_finite_train', 'input_fn', 'train(steps=None) until '
+         'get_next() tensors raise OutOfRange',
+         {'finite_train': True, 'input': 'tensors'}, actions=(('train', {}),)),
+    Cell('input_eval_drop_remainder', 'input_fn', 'evaluate over '
+         'drop_remainder batches (2 full batches)', {'drop_remainder': True},
+         actions=(T3, E)),
+    Cell('input_eval_steps', 'input_fn', 'evaluate(steps=2)',
+         actions=(T3, ('evaluate', {'steps': 2}))),
+    # model_fn signatures.
+    Cell('model_fn_flmp', 'model_fn', 'model_fn(features, labels, mode, '
+         'params)', {'signature': 'flmp'}),
+    Cell('model_fn_flm', 'model_fn', 'model_fn(features, labels, mode)',
+         {'signature': 'flm'}),
+    Cell('model_fn_fl', 'model_fn', 'model_fn(features, labels) (train only)',
+         {'signature': 'fl'}, actions=(T3,)),
+    # spec types per mode.
+    Cell('tpu_spec', 'spec', 'TPUEstimator(use_tpu=False) with '
+         'TPUEstimatorSpec in every mode', _tpu_opts(), _tpu()),
+    Cell('tpu_estimator_spec', 'spec', 'TPUEstimator returning EstimatorSpec',
+         {'input_args': 'params'}, _tpu()),
+    Cell('estimator_tpu_spec', 'spec', 'Estimator returning TPUEstimatorSpec',
+         {'spec': 'tpu'}, actions=(T3,)),
+    Cell('predictions_tensor', 'spec', 'predictions a Tensor, not a dict',
+         {'predictions': 'tensor'}, actions=(T3, P, X)),
+    Cell('predict_keys', 'spec', "predict(predict_keys=['classes'])",
+         actions=(T3, ('predict', {'keys': ['classes']}))),
+    Cell('predict_batches', 'spec', 'predict(yield_single_examples=False)',
+         actions=(T3, ('predict', {'single': False}))),
+    Cell('tpu_predictions_tensor', 'spec', 'TPUEstimatorSpec predictions a '
+         'Tensor', _tpu_opts(predictions='tensor'), _tpu(), (T3, P)),
+    # metrics.
+    Cell('metrics_v1', 'metrics', 'eval_metric_ops of tf.compat.v1.metrics',
+         {'metrics': 'v1'}, actions=(T3, E)),
+    Cell('metrics_keras', 'metrics', 'eval_metric_ops a Keras Metric object',
+         {'metrics': 'keras'}, actions=(T3, E)),
+    Cell('metrics_py', 'metrics', 'stateful numpy_function metric: update '
+         'accumulates, value computed once', {'metrics': 'py'},
+         actions=(T3, E)),
+    Cell('metrics_host_tpu', 'metrics', 'TPUEstimatorSpec eval_metrics '
+         '(metric_fn, [tensors]) on the host', _tpu_opts(metrics='host'),
+         _tpu(), (T3, E)),
+    Cell('metrics_host_dict_tpu', 'metrics', 'eval_metrics (metric_fn, '
+         '{name: tensor})', _tpu_opts(metrics='host_dict'), _tpu(), (T3, E)),
+    Cell('metrics_v1_eval_steps', 'metrics', 'v1 metrics over evaluate('
+         'steps=2)', {'metrics': 'v1'},
+         actions=(T3, ('evaluate', {'steps': 2}))),
+    Cell('metrics_eval_name', 'metrics', "evaluate(name='holdout'): "
+         'eval_holdout events', {'metrics': 'v1'},
+         actions=(T3, ('evaluate', {'name': 'holdout'}))),
+    Cell('metrics_checkpoint_path', 'metrics', 'evaluate(checkpoint_path='
+         'the first kept checkpoint)', {'metrics': 'v1'},
+         {'config': {'save_checkpoints_steps': 1}},
+         (T3, ('evaluate', {'checkpoint': 'first'}))),
+    Cell('metrics_no_checkpoint', 'metrics', 'evaluate before any training '
+         '(fresh variables)', {'metrics': 'v1'}, actions=(E,)),
+    Cell('metrics_v1_2rep', 'metrics', 'v1 metrics, 2 replicas, partial last '
+         'batch', {'metrics': 'v1'}, _REP2, (T3, E),
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    Cell('metrics_keras_2rep', 'metrics', 'Keras metric, 2 replicas',
+         {'metrics': 'keras'}, _REP2, (T3, E),
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    Cell('metrics_py_2rep', 'metrics', 'numpy_function metric, 2 replicas',
+         {'metrics': 'py'}, _REP2, (T3, E),
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    # Scaffold and init_from_checkpoint.
+    Cell('scaffold_init_fn', 'scaffold', 'Scaffold(init_fn=restore a base '
+         'checkpoint)', {'scaffold': 'init_fn'}),
+    Cell('scaffold_saver', 'scaffold', 'Scaffold(saver=Saver(max_to_keep=1))'
+         ' saves the checkpoints', {'scaffold': 'saver_keep1'},
+         {'config': {'save_checkpoints_steps': 1}}, (T3, E)),
+    Cell('scaffold_init_op_group', 'scaffold', 'Scaffold(init_op=tf.group('
+         'global/local initializers))', {'scaffold': 'init_op_group'}),
+    Cell('scaffold_init_op_assign', 'scaffold', 'Scaffold(init_op=group('
+         'initializers, an assign))', {'scaffold': 'init_op_assign'},
+         actions=(T3,)),
+    Cell('scaffold_init_from_checkpoint', 'scaffold', 'init_from_checkpoint '
+         'in a Scaffold-building function after the variables exist',
+         {'scaffold': 'init_from_checkpoint'}),
+    Cell('tpu_scaffold_fn_init_from_checkpoint', 'scaffold', 'scaffold_fn '
+         'calling init_from_checkpoint', _tpu_opts(
+             scaffold='init_from_checkpoint'), _tpu()),
+    Cell('init_from_checkpoint_model_fn', 'scaffold', 'init_from_checkpoint '
+         'first in the model_fn, every mode',
+         {'init_from_checkpoint': 'model_fn'}),
+    Cell('init_from_checkpoint_predict_only', 'scaffold', 'init_from_'
+         'checkpoint in the model_fn, predict with no checkpoint in model_dir',
+         {'init_from_checkpoint': 'model_fn'}, actions=(P,)),
+    Cell('init_from_checkpoint_resume', 'scaffold', 'init_from_checkpoint '
+         'ignored once model_dir has a checkpoint',
+         {'init_from_checkpoint': 'model_fn'},
+         actions=(('train', {'steps': 2}), ('train', {'steps': 2}))),
+    # EMA.
+    Cell('ema', 'ema', 'ExponentialMovingAverage in TRAIN; eval/predict '
+         'restore the averages with Scaffold(saver=...)', {'ema': True}),
+    Cell('ema_tpu', 'ema', 'EMA with a TPUEstimatorSpec scaffold_fn',
+         _tpu_opts(ema=True), _tpu()),
+    Cell('ema_2rep', 'ema', 'EMA over 2 replicas', {'ema': True}, _REP2,
+         (T3, E),
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    # summaries and host_call.
+    Cell('summary_v1_scalar', 'summaries', 'tf.compat.v1.summary.scalar in '
+         'the model_fn', {'summary': 'v1_scalar'}, actions=(T3,)),
+    Cell('summary_v1_histogram', 'summaries', 'tf.compat.v1.summary.'
+         'histogram', {'summary': 'v1_hist'}, actions=(T3,)),
+    Cell('summary_every_2_steps', 'summaries', 'save_summary_steps=2',
+         {'summary': 'v1_scalar'}, {'config': {'save_summary_steps': 2}},
+         (('train', {'steps': 4}),)),
+    Cell('summary_v2_writer', 'summaries', 'TF2 tf.summary writer made in '
+         'the model_fn, control_dependencies([writer.init()]), '
+         'all_v2_summary_ops()', {'summary': 'v2_writer'}, actions=(T3,)),
+    Cell('summary_v2_record_if', 'summaries', 'TF2 writer with record_if('
+         'step % 2 == 0)', {'summary': 'v2_record_if'},
+         actions=(('train', {'steps': 4}),)),
+    Cell('host_call_tpu', 'summaries', 'TPUEstimatorSpec host_call writing '
+         'TF2 summaries', _tpu_opts(host_call=True), _tpu(), (T3,)),
+    Cell('summary_v1_2rep', 'summaries', 'v1 summary, 2 replicas',
+         {'summary': 'v1_scalar'}, _REP2, (T3,),
+         differs=_gaps(_LOSS, _HOOKS)),
+    Cell('log_step_count', 'summaries', 'log_step_count_steps=1: '
+         'global_step/sec events', est={'config': {'log_step_count_steps': 1}},
+         actions=(T3,)),
+    # hooks.
+    Cell('hooks_order', 'hooks', 'training/evaluation/prediction_hooks '
+         'beside hooks=[...]: call order', {'spec_hooks': True}),
+    Cell('hooks_listeners', 'hooks', 'saving_listeners around checkpoints '
+         'every 2 steps', est={'config': {'save_checkpoints_steps': 2}},
+         actions=(('train', {'steps': 4, 'listeners': True}),)),
+    Cell('hooks_request_stop', 'hooks', 'a training hook calls '
+         'request_stop() after 2 steps of train(steps=5)', {'stop_hook': True},
+         actions=(('train', {'steps': 5}),)),
+    Cell('hooks_none', 'hooks', 'no hooks at all (losses from events)',
+         {'loss_hook': False}, actions=(('train', {'steps': 3,
+                                                   'hooks': False}),)),
+    Cell('hooks_nan_loss', 'hooks', 'NaN loss: Estimator\'s NanTensorHook '
+         'raises', {'nan_loss': True}, actions=(T3,)),
+    Cell('hooks_tpu', 'hooks', 'TPUEstimatorSpec hooks', _tpu_opts(
+        spec_hooks=True), _tpu()),
+    Cell('hooks_2rep', 'hooks', 'spec and user hooks, 2 replicas',
+         {'spec_hooks': True}, _REP2, (T3, E),
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    Cell('hooks_profiler', 'hooks', 'ProfilerHook(save_steps=1) in '
+         'train(hooks=...)',
+         actions=(('train', {'steps': 3, 'extra_hook': 'profiler'}),)),
+    Cell('hooks_feed_fn', 'hooks', 'FeedFnHook in train(hooks=...)',
+         actions=(('train', {'steps': 3, 'extra_hook': 'feed_fn'}),)),
+    # modes.
+    Cell('numpy_input_fn', 'input_fn', 'tf.compat.v1.estimator.inputs.'
+         'numpy_input_fn (queue-based)', {'input': 'numpy_input_fn'},
+         actions=(T3,), differs={'*': (
+             "numpy_input_fn on tf.data: no queue-fill summary "
+             "('enqueue_input/.../fraction_over_0_of_1000_full') in the "
+             'events')}),
+    Cell('canned_linear_classifier', 'modes', 'a canned Estimator: '
+         'LinearClassifier on a numeric feature column',
+         est={'kind': 'canned_linear'}, actions=(T3,),
+         refused={'*': 'UnsupportedApiError'}),
+    Cell('train_max_steps', 'modes', 'train(max_steps=3) twice (the second '
+         'skipped), then train(steps=2)',
+         actions=(('train', {'max_steps': 3}), ('train', {'max_steps': 3}),
+                  ('train', {'steps': 2}))),
+    Cell('train_resume', 'modes', 'train(steps=2) twice resumes',
+         actions=(('train', {'steps': 2}), ('train', {'steps': 2}))),
+    Cell('export_predictions', 'modes', 'export_saved_model: predictions '
+         'signature', actions=(T3, X)),
+    Cell('export_outputs', 'modes', 'export_outputs PredictOutput + '
+         'ClassificationOutput', {'export_outputs': 'classify'},
+         actions=(T3, X)),
+    Cell('export_parsing', 'modes', 'build_parsing_serving_input_receiver_fn '
+         'export', {'serving': 'parsing'}, actions=(T3, X)),
+    Cell('export_tpu', 'modes', 'TPUEstimator.export_saved_model '
+         '(export_to_tpu=False)', _tpu_opts(), _tpu(tpu_kw={
+             'export_to_tpu': False}), (T3, X)),
+    Cell('train_and_evaluate', 'modes', 'train_and_evaluate with a '
+         'FinalExporter', {'metrics': 'v1'},
+         {'config': {'save_checkpoints_steps': 2}},
+         (('train_and_evaluate', {'max_steps': 4}),)),
+    Cell('variables', 'modes', 'get_variable_names / get_variable_value',
+         actions=(T3, ('variables', {}))),
+    Cell('keep_checkpoint_max', 'modes', 'save_checkpoints_steps=1, '
+         'keep_checkpoint_max=2', est={'config': {
+             'save_checkpoints_steps': 1, 'keep_checkpoint_max': 2}},
+         actions=(('train', {'steps': 4}),)),
+    Cell('optimizer_adam', 'modes', 'AdamOptimizer (slot variable names)',
+         {'optimizer': 'adam'}, actions=(T3, E)),
+    Cell('optimizer_momentum', 'modes', 'MomentumOptimizer',
+         {'optimizer': 'momentum'}, actions=(T3,)),
+    Cell('tensor_initializer', 'modes', 'get_variable(initializer=a '
+         'Tensor)', {'tensor_init': True}, actions=(T3, E)),
+    Cell('random_init_seeded', 'modes', 'glorot-initialised kernel with '
+         'RunConfig(tf_random_seed=3)', {'random_init': True},
+         {'config': {'tf_random_seed': 3}}, (T3,)),
+    # 2 replicas.
+    Cell('rep2_train_eval_predict', 'replicas', 'MirroredStrategy over 2 '
+         'CPUs: train, evaluate (partial last batch), predict', est=_REP2,
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    # Estimator over MirroredStrategy raises ValueError for tensors; the
+    # spec (issue 17, point 3) is the result of the Dataset they come from.
+    Cell('rep2_input_tensors', 'replicas', 'get_next() tensors, 2 replicas '
+         '(spec: the same Dataset returned)',
+         {'input': 'tensors'}, _REP2, (T3, E), spec_opts={'input': 'dataset'},
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    Cell('rep2_input_context', 'replicas', 'input_fn(params, input_context)'
+         ', 2 replicas', {'input_args': 'input_context'}, _REP2, (T3, E),
+         differs=_gaps(_LOSS, _HOOKS, _EVAL)),
+    Cell('rep2_tensor_initializer', 'replicas', 'get_variable(initializer='
+         'a Tensor), 2 replicas', {'tensor_init': True}, _REP2, (T3, E),
+         differs={'*': (
+             'tf2 runner: get_variable(initializer=a Tensor) fails at the '
+             'first step with TypeError (the Tensor is out of scope of the '
+             'step function), not a named refusal')}),
+    Cell('rep2_adam', 'replicas', 'Adam, 2 replicas', {'optimizer': 'adam'},
+         _REP2, (T3,),
+         differs=_gaps(_LOSS, _HOOKS)),
+    Cell('rep2_export', 'replicas', 'export after 2-replica training',
+         est=_REP2, actions=(T3, X),
+         differs=_gaps(_LOSS, _HOOKS)),
+    Cell('rep2_train_and_evaluate', 'replicas', 'train_and_evaluate, '
+         '2 replicas', {'metrics': 'v1'},
+         dict(_REP2, config={'save_checkpoints_steps': 2}),
+         (('train_and_evaluate', {'max_steps': 4}),),
+         differs=_gaps(_LOSS, _EVAL)),
+    # warm start.
+    Cell('warm_start_dir', 'warm_start', 'warm_start_from=a model_dir',
+         est={'warm_start': 'dir'}, actions=(T3,)),
+    Cell('warm_start_vars', 'warm_start', "WarmStartSettings(vars_to_warm_"
+         "start='dense/kernel')", est={'warm_start': 'kernel'},
+         actions=(T3,)),
+    Cell('warm_start_renamed', 'warm_start', 'WarmStartSettings(var_name_to_'
+         'prev_var_name=...)', est={'warm_start': 'renamed'}, actions=(T3,)),
+    Cell('warm_start_tpu', 'warm_start', 'TPUEstimator(warm_start_from=...)',
+         _tpu_opts(), _tpu(warm_start='dir'), (T3, E)),
+    Cell('warm_start_2rep', 'warm_start', 'warm start, 2 replicas',
+         est=dict(_REP2, warm_start='dir'), actions=(T3,),
+         differs=_gaps(_LOSS, _HOOKS)),
+]
+
+BY_NAME = {c.name: c for c in CELLS}
+assert len(BY_NAME) == len(CELLS), 'duplicate cell names'
