@@ -33,6 +33,11 @@ launcher flags (before the program):
 """
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
+# From a clone, the repository root stays importable once sys.path[0] is the
+# program's directory. Installed (tpu_trainer.trainer.legacy, setup.py), the
+# package is importable from site-packages, and its root, which holds the
+# generic names trainer/ and flags.py, must not go on sys.path.
+_FROM_CLONE = __name__.split('.')[0] == 'trainer'
 
 
 class UsageError(errors.TrainerError):
@@ -98,7 +103,7 @@ def _run(kind, target, program_args):
   if kind == 'path':
     sys.argv = [target] + program_args
     sys.path[0] = os.path.dirname(os.path.abspath(target))
-    if REPO_ROOT not in sys.path:
+    if _FROM_CLONE and REPO_ROOT not in sys.path:
       sys.path.append(REPO_ROOT)
     runpy.run_path(target, run_name='__main__')
     return

@@ -95,12 +95,14 @@ def measure(params, timeout=1800):
                XLA_FLAGS=f'{_DUMP_FLAG}{dump_dir} --xla_dump_hlo_as_text')
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
+    if __name__.split('.')[0] != 'trainer':  # Installed (setup.py): its
+      root = None  # root holds generic names; keep the caller's directory.
     result = subprocess.run(
-        [sys.executable, '-m', 'trainer.memory.xla'], input=json.dumps(params),
+        [sys.executable, '-m', __name__], input=json.dumps(params),
         cwd=root, env=env, capture_output=True, text=True, timeout=timeout,
         check=False)
     if result.returncode:
-      raise RuntimeError(f'trainer.memory.xla failed:\n{result.stderr[-3000:]}')
+      raise RuntimeError(f'{__name__} failed:\n{result.stderr[-3000:]}')
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
