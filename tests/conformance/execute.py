@@ -26,7 +26,7 @@ class Shared:
     self.real = real  # Running the real Estimator (writing goldens).
     self.base_dir = os.path.join(workdir, '_base')
     self.base_ckpt = self._write_base()
-    self._strategy = None
+    self._strategies = {}
 
   def _write_base(self):
     """model.ckpt-7 of dense/kernel, dense/bias, old_dense/kernel."""
@@ -43,16 +43,21 @@ class Shared:
             sess, os.path.join(self.base_dir, 'model.ckpt'),
             global_step=programs.BASE_STEP)
 
-  def strategy(self):
-    if self._strategy is None:
-      self._strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
-    return self._strategy
+  def strategy(self, replicas=2):
+    if replicas not in self._strategies:
+      self._strategies[replicas] = tf.distribute.MirroredStrategy(
+          ['/cpu:0', '/cpu:1'][:replicas])
+    return self._strategies[replicas]
 
 
 def _estimator(cell, api, o, rec, shared):
   e = dict(cell.est)
   config_kw = dict(save_summary_steps=1, model_dir=o['model_dir'])
   config_kw.update(e.get('config', {}))
+  if e.get('replicas') == 1:  # MirroredStrategy(['/cpu:0']): tf2 runner.
+    config_kw.update(train_distribute=shared.strategy(1),
+                     eval_distribute=None if shared.real else
+                     shared.strategy(1))
   if e.get('replicas', 1) == 2:
     # A TF1 Session sees 2 CPU devices only if its ConfigProto says so.
     # Estimator over MirroredStrategy hands a partial last batch to either

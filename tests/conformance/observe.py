@@ -72,12 +72,15 @@ def events(model_dir, skip=('export',)):
       if 'tfevents' not in name:
         continue
       rel = os.path.relpath(root, model_dir)
-      for event in tf.compat.v1.train.summary_iterator(
-          os.path.join(root, name)):
-        for value in event.summary.value:
-          timing = value.tag in _TIMING_TAGS or 'fraction_' in value.tag
-          found[rel][value.tag].append(
-              [int(event.step), None if timing else _scalar(value)])
+      try:
+        for event in tf.compat.v1.train.summary_iterator(
+            os.path.join(root, name)):
+          for value in event.summary.value:
+            timing = value.tag in _TIMING_TAGS or 'fraction_' in value.tag
+            found[rel][value.tag].append(
+                [int(event.step), None if timing else _scalar(value)])
+      except tf.errors.DataLossError:  # Still being written: a truncated file.
+        found[rel]['<truncated events file>'].append([-1, None])
   return {d: {t: sorted(v, key=lambda sv: (sv[0], str(sv[1])))
               for t, v in sorted(tags.items())}
           for d, tags in sorted(found.items())}
