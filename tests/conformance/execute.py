@@ -105,8 +105,8 @@ def _act(est, action, kw, o, rec, shared):
     hooks.append(v1.train.FeedFnHook(dict))
   opts = dict(o, **kw.get('input', {}))
   if action == 'train':
-    listeners = [programs.Listener(rec['hooks'])] if kw.get('listeners') \
-        else None
+    listeners = [programs.Listener(rec['hooks'], kw.get('stop_at'))] if kw.get(
+        'listeners') else None
     input_fn = programs.input_fn('train', opts)
     if opts.get('input') == 'numpy_input_fn':
       input_fn = o['api'].numpy_input_fn(
@@ -125,7 +125,12 @@ def _act(est, action, kw, o, rec, shared):
         programs.input_fn('eval', opts), steps=kw.get('steps'), hooks=hooks,
         name=kw.get('name'), checkpoint_path=path))
   if action == 'predict':
+    path = None
+    if kw.get('checkpoint') == 'first':
+      path = tf.train.get_checkpoint_state(
+          o['model_dir']).all_model_checkpoint_paths[0]
     out = est.predict(programs.input_fn('predict', opts), hooks=hooks,
+                      checkpoint_path=path,
                       predict_keys=kw.get('keys'),
                       yield_single_examples=kw.get('single', True))
     return [observe.plain(p) for p in out]

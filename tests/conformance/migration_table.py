@@ -16,7 +16,8 @@ from tests.conformance import cells as cells_lib
 from tests.conformance import goldens
 
 MIGRATION_MD = os.path.join(goldens.REPO_ROOT, 'MIGRATION.md')
-BEGIN = '<!-- conformance-table:begin (python -m tests.conformance.migration_table) -->'
+BEGIN = ('<!-- conformance-table:begin '
+         '(python -m tests.conformance.migration_table) -->')
 END = '<!-- conformance-table:end -->'
 LANES = (('2.15', 'TF 2.15 (facade classes)'), ('new', 'TF ≥ 2.16 (facade)'))
 

@@ -3,8 +3,9 @@
 checkpoint(): variable names, dtypes, shapes and values of the latest
 checkpoint, and the steps of the kept ones; events(): per events directory,
 per summary tag, the (step, value) pairs (values of scalars only, none for
-timing tags: steps/sec, queue fill fractions); export(): signature names, inputs and outputs for a fixed
-input; plain(): numpy and bytes values as JSON values.
+timing tags: steps/sec, queue fill fractions); export(): signature names,
+inputs and outputs for a fixed input; plain(): numpy and bytes values as
+JSON values.
 """
 
 import collections

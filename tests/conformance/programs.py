@@ -119,7 +119,8 @@ class CallLog(v1.train.SessionRunHook):
   """Appends 'NAME.method' to log at every hook call."""
 
   def __init__(self, log, name, fetch=None, stop_at=None):
-    self._log, self._name, self._fetch, self._stop_at = log, name, fetch, stop_at
+    self._log, self._name = log, name
+    self._fetch, self._stop_at = fetch, stop_at
     self._runs = 0
 
   def _add(self, what):
@@ -152,10 +153,11 @@ class CallLog(v1.train.SessionRunHook):
 
 
 class Listener(v1.train.CheckpointSaverListener):
-  """Logs a CheckpointSaverListener's calls with their global steps."""
+  """Logs a CheckpointSaverListener's calls with their global steps;
+  after_save returns True (stop) from step stop_at on."""
 
-  def __init__(self, log):
-    self._log = log
+  def __init__(self, log, stop_at=None):
+    self._log, self._stop_at = log, stop_at
 
   def begin(self):
     self._log.append('listener.begin')
@@ -165,6 +167,8 @@ class Listener(v1.train.CheckpointSaverListener):
 
   def after_save(self, session, global_step_value):
     self._log.append(f'listener.after_save@{int(global_step_value)}')
+    # True asks Estimator to stop training.
+    return self._stop_at is not None and global_step_value >= self._stop_at
 
   def end(self, session, global_step_value):
     self._log.append(f'listener.end@{int(global_step_value)}')
@@ -251,6 +255,8 @@ def model_fn_for(o, rec):
     if o.get('init_from_checkpoint') == 'model_fn':
       v1.train.init_from_checkpoint(o['base_ckpt'], {'dense/': 'dense/'})
     logits = _linear(features, o)
+    if o.get('init_from_checkpoint') == 'after_variables':  # BERT's place.
+      v1.train.init_from_checkpoint(o['base_ckpt'], {'dense/': 'dense/'})
     if labels is not None and o.get('labels') == 'dict':
       labels = labels['y']
     global_step = v1.train.get_global_step()
