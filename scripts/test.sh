@@ -3,7 +3,8 @@
 #   scripts/test.sh                 # every lane: modern (pytest, TF 2.20),
 #                                   # bazel (the legacy lane, TF 2.15.1, under
 #                                   # Bazel: every target built, every test
-#                                   # module run), corpus (public codebases,
+#                                   # run but those tagged modern_lane),
+#                                   # corpus (public codebases,
 #                                   # real Estimator vs the project) and
 #                                   # suite (tensorflow/estimator's own tests
 #                                   # through the facade), newest (TF 2.21:
