@@ -13,7 +13,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,15 +24,6 @@ from tests import testutil
 STOP_WITHIN_SECS = 60  # The promise tested; not a hang guard.
 _PORT_TAKEN = ('Address already in use', 'Failed to add port')
 
-
-def _free_ports(count):
-  sockets = [socket.socket() for _ in range(count)]
-  for s in sockets:
-    s.bind(('127.0.0.1', 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
 
 
 def _trainer_command(model_dir, train_steps):
@@ -58,7 +48,7 @@ class _Job:
 
   def __init__(self, tmp_path, name, model_dir, train_steps,
                command=_trainer_command):
-    ports = [f'127.0.0.1:{p}' for p in _free_ports(2)]
+    ports = [f'127.0.0.1:{p}' for p in testutil.free_ports(2)]
     if command is _facade_command:
       cluster = {'chief': ports[:1], 'worker': ports[1:]}
       tasks = [('chief', 0), ('worker', 0)]

@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -34,21 +33,9 @@ _PORT_TAKEN = ('Address already in use', 'Failed to add port')
 ATTEMPTS = 3
 
 
-def _free_ports(count):
-  """Ports free a moment ago (another process may take one before a worker
-  binds it: see _PORT_TAKEN)."""
-  sockets = [socket.socket() for _ in range(count)]
-  for s in sockets:
-    s.bind(('127.0.0.1', 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
-
-
 def _run_workers(tmp_path, model_dir):
   """Runs the two workers to the end; [(returncode, stdout, stderr)]."""
-  cluster = {'worker': [f'127.0.0.1:{p}' for p in _free_ports(2)]}
+  cluster = {'worker': [f'127.0.0.1:{p}' for p in testutil.free_ports(2)]}
   workers = []
   for index in range(2):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', SHARD_LOG_DIR=str(tmp_path),

@@ -160,6 +160,18 @@ def seed_from_env(name='TEST_SEED'):
   return seed
 
 
+def free_ports(count):
+  """Ports free a moment ago on 127.0.0.1 (another process may take one
+  before a worker binds it; callers retry on 'Address already in use')."""
+  sockets = [socket.socket() for _ in range(count)]
+  for s in sockets:
+    s.bind(('127.0.0.1', 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
 @contextlib.contextmanager
 def closed_port():
   """A localhost port nothing listens on, for the `with` block: bound and
