@@ -2,6 +2,7 @@
 # The Bazel lane: builds and tests every target offline with Debian's Bazel.
 #   scripts/bazel_test.sh                 # builds and tests //...
 #   scripts/bazel_test.sh //tests:flags_test   # only these targets
+#   scripts/bazel_test.sh --setup         # installs what it needs, no test
 # Installs bazel-bootstrap (Bazel 4.2.3) when `bazel` is missing and the
 # legacy virtualenv the Python toolchain runs on (tools/python/python3.sh).
 # Every target is built; every test runs but those tagged "modern_lane":
@@ -15,8 +16,11 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-targets=()
-for arg in "$@"; do [[ "$arg" == //* ]] && targets+=("$arg"); done
+targets=(); setup_only=0
+for arg in "$@"; do
+  [[ "$arg" == //* ]] && targets+=("$arg")
+  [[ "$arg" == --setup ]] && setup_only=1
+done
 filters=()  # Named targets run as named; //... skips the modern_lane tests.
 [[ ${#targets[@]} -gt 0 ]] || { targets=(//...); filters=(--test_tag_filters=-modern_lane); }
 
@@ -33,6 +37,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 bash scripts/setup_env.sh legacy ||
   { echo "bazel_test: setting up the legacy virtualenv failed" >&2; exit 1; }
+[[ $setup_only -eq 0 ]] || exit 0
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

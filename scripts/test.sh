@@ -38,6 +38,26 @@ NEWEST_TESTS="${NEWEST_TESTS:-tests/main_test.py tests/tf2_runner_test.py
   tests/tf_private_test.py}"
 
 passed=0; failed=0; status=0
+
+# With every lane to run, the legacy and newest virtualenvs and Bazel install
+# in the background while the modern lane installs and tests; a lane that
+# needs one waits for it (setup_env.sh must not run twice on one lane).
+declare -A prefetch=()
+prefetch_log="$(mktemp -d)"
+if [[ ${#lanes[@]} -gt 1 ]]; then
+  bash scripts/bazel_test.sh --setup >"$prefetch_log/legacy" 2>&1 &
+  prefetch[legacy]=$!
+  bash scripts/setup_env.sh newest >"$prefetch_log/newest" 2>&1 &
+  prefetch[newest]=$!
+fi
+await() {  # await VENV...: wait for their background set-up; print its log.
+  local v
+  for v in "$@"; do
+    [[ -n "${prefetch[$v]:-}" ]] || continue
+    wait "${prefetch[$v]}" || echo "test.sh: background set-up of $v failed" >&2
+    cat "$prefetch_log/$v"; unset "prefetch[$v]"
+  done
+}
 count() {  # count LANE_OUTPUT_FILE: add the lane's closing counts.
   local line p f e
   line="$(grep -E '^(=+ )?[0-9]+ (passed|failed)|^[a-z_]*:? ?[0-9]+ passed, [0-9]+ failed' "$1" | tail -n1)"
@@ -52,6 +72,9 @@ for lane in "${lanes[@]}"; do
   start=$SECONDS
   echo "=== lane: $lane"
   out="$(mktemp)"
+  case "$lane" in
+    modern) ;; newest) await newest ;; *) await legacy ;;
+  esac
   if [[ "$lane" == bazel ]]; then
     bash scripts/bazel_test.sh "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
   elif [[ "$lane" == corpus ]]; then
@@ -75,5 +98,7 @@ for lane in "${lanes[@]}"; do
   [[ $rc -eq 0 ]] || status=1
   echo "=== lane $lane: exit $rc in $((SECONDS - start)) s"
 done
+await legacy newest
+rm -rf "$prefetch_log"
 echo "${passed} passed, ${failed} failed"
 exit $status

@@ -106,6 +106,32 @@ def join_replicas(strategy, element):
   return tf.nest.map_structure(join, element)
 
 
+def replica_batches(strategy, element):
+  """Each replica's batch of a distributed element, in replica order,
+  but those with no example (the replicas past the end of the input)."""
+  parts = [strategy.experimental_local_results(value)
+           for value in tf.nest.flatten(element, expand_composites=False)]
+  batches = []
+  for i in range(len(parts[0]) if parts else 0):
+    leaves = [values[i] for values in parts]
+    sizes = [_batch_size(leaf) for leaf in leaves]
+    if any(size == 0 for size in sizes):
+      continue
+    batches.append(tf.nest.pack_sequence_as(element, leaves))
+  return batches
+
+
+def _batch_size(value):
+  """A batch value's number of examples (None for a scalar)."""
+  if isinstance(value, tf.SparseTensor):
+    return int(value.dense_shape[0])
+  if isinstance(value, tf.RaggedTensor):
+    return int(value.nrows())
+  if value.shape.rank == 0:
+    return None
+  return int(tf.shape(value)[0])
+
+
 def joined_spec(element_spec, batch, num_replicas):
   """The TypeSpec structure of joined batches like `batch`: a dense value's
   static batch size is the replicas' static size (element_spec: the

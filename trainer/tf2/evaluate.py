@@ -91,16 +91,23 @@ def _metric_fetches(metrics):
 
 
 class _OneDeviceSteps:
-  """Evaluation steps on one host's devices: the whole batch on the first
-  replica, in a graph run as a Session runs it (eval_graph.EvalGraph)."""
+  """Evaluation steps on one host's devices, in a graph run as a Session
+  runs it (eval_graph.EvalGraph), on the first replica: each step's global
+  batch (the replicas' slices joined), or, where the input_fn's batch is
+  one replica's (Estimator with eval_distribute: no global batch), each
+  replica's batch in turn, empty ones skipped, as one device would see the
+  input_fn's batches."""
 
   def __init__(self, evaluation, dataset, element):
     self._evaluation = evaluation
     runner = evaluation.runner
     self._strategy = runner.strategy
-    batch = self._join(element)
-    spec = eval_graph.joined_spec(getattr(dataset, 'element_spec', None),
-                                  batch, runner.num_replicas)
+    self._per_replica = (runner.num_replicas > 1 and
+                         not runner.batch_size(ModeKeys.EVAL))
+    batch = self._batches(element)[0]
+    spec = eval_graph.joined_spec(
+        getattr(dataset, 'element_spec', None), batch,
+        1 if self._per_replica else runner.num_replicas)
     try:  # Variables made in an earlier trace (training's, an evaluation's).
       with eval_graph.no_new_variables(), runner.scope():
         self._graph = eval_graph.EvalGraph(self._strategy,
@@ -111,8 +118,10 @@ class _OneDeviceSteps:
         self._graph = eval_graph.EvalGraph(self._strategy,
                                            evaluation.replica_fetches, spec)
 
-  def _join(self, element):
-    return eval_graph.join_replicas(self._strategy, element)
+  def _batches(self, element):
+    if self._per_replica:
+      return eval_graph.replica_batches(self._strategy, element)
+    return [eval_graph.join_replicas(self._strategy, element)]
 
   def _make_variables(self, spec):
     """Traces the model_fn once (the trace never runs) making its variables
@@ -134,9 +143,14 @@ class _OneDeviceSteps:
           *tf.nest.flatten(spec, expand_composites=True))
 
   def run(self, element):
-    """One batch: (loss, eval_metrics tensors, hook fetches), numpy."""
-    fetched = self._graph.update(self._join(element))
-    return fetched['loss'], fetched['metric_args'], fetched['hooks']
+    """One step: [(loss, eval_metrics tensors, hook fetches)] (numpy) of
+    each batch it evaluated."""
+    results = []
+    for batch in self._batches(element):
+      fetched = self._graph.update(batch)
+      results.append((fetched['loss'], fetched['metric_args'],
+                      fetched['hooks']))
+    return results
 
   def values(self):
     return self._graph.values()
@@ -163,9 +177,9 @@ class _ReplicatedSteps:
     with self._evaluation.runner.scope():
       outputs = self._fn(element)
     self._values = outputs['metric_values']
-    return (outputs['loss'].numpy(),
-            [v.numpy() for v in outputs['metric_args']],
-            [v.numpy() for v in outputs['hooks']])
+    return [(outputs['loss'].numpy(),
+             [v.numpy() for v in outputs['metric_args']],
+             [v.numpy() for v in outputs['hooks']])]
 
   def values(self):
     return {k: v.numpy() for k, v in self._values.items()}
@@ -340,13 +354,13 @@ class Evaluation:
       if eval_steps is None:
         eval_steps = self._eval_steps(dataset, element, checkpoint_path,
                                       hooks)
-      loss, metric_args, hooked = eval_steps.run(element)
-      if graph is None:
-        graph = self._metrics_graph(metric_args)
-      graph.run(graph.updates, graph.feed({'loss': loss,
-                                           'args': metric_args}))
-      if self._hooks:
-        self._hooks.after_steps([hooked], self._step(), self._step)
+      for loss, metric_args, hooked in eval_steps.run(element):
+        if graph is None:
+          graph = self._metrics_graph(metric_args)
+        graph.run(graph.updates, graph.feed({'loss': loss,
+                                             'args': metric_args}))
+        if self._hooks:
+          self._hooks.after_steps([hooked], self._step(), self._step)
       count += 1
     if eval_steps is None:
       raise ValueError('Evaluation input produced no batch.')

@@ -83,22 +83,42 @@ class Training:
       fn, tensors = spec.host_call
       host_tensors = tf.nest.flatten(tensors)
       self._host_call = (fn, tensors)
-    hook_tensors = self._trace_hooks(spec)
+    reported = self._reported_loss(spec.loss)
+    hook_tensors = self._trace_hooks(spec, reported)
     self._checks.add(  # Keras layers update batch-norm statistics by
         started, [spec.train_op, spec.loss] + host_tensors +  # themselves.
         list(hook_tensors), [v for v in runner.module.variables
                              if not v.trainable])
     with tf.control_dependencies([spec.train_op]):
-      loss = tf.identity(spec.loss)
+      loss = tf.identity(reported)
       host_tensors = [tf.identity(t) for t in host_tensors]
       hook_tensors = [tf.identity(t) for t in hook_tensors]
     return loss, host_tensors, hook_tensors
 
-  def _trace_hooks(self, spec):
+  def _reported_loss(self, loss):
+    """The loss Estimator reports (its `loss` summary, progress line, NaN
+    check) for this replica's `loss`: over several replicas of a
+    tf.distribute strategy, their mean when the model_fn's v1 optimizer
+    scaled the loss by 1/replicas, else their sum (Estimator's
+    _get_loss_reduce_op_for_reporting); on TPU the replica's own, as
+    TPUEstimator reports the first shard's."""
+    runner = self._runner
+    context = tf.distribute.get_replica_context()
+    if (runner.strategy_kind == 'tpu' or context is None or
+        context.num_replicas_in_sync == 1):
+      return loss
+    graph = tf.compat.v1.get_default_graph()
+    if getattr(graph, '_is_loss_scaled_by_optimizer', False):
+      op = tf.compat.v1.distribute.get_loss_reduction()
+    else:
+      op = tf.distribute.ReduceOp.SUM
+    return context.all_reduce(op, loss)
+
+  def _trace_hooks(self, spec, loss):
     """Traces the hooks of this step (Estimator's, the spec's, the call's)
     on the process's first replica (the first to get here in this trace), in
     the model_fn's collections at the graph's root; their fetches
-    (placeholders on the other replicas)."""
+    (placeholders on the other replicas). `loss`: the reported loss."""
     if self._hooks is not None and self._hooks.traced_in_current_graph():
       return hooks_lib.placeholders_like(self._hooks.traced_tensors)
     runner = self._runner
@@ -106,7 +126,7 @@ class Training:
     graph = tf.compat.v1.get_default_graph()
     with runner.module.in_call_collections(), graph.name_scope(None):
       default_hooks = summaries.training_hooks(
-          spec.loss, runner.model_dir, params.get('save_summary_steps', 100),
+          loss, runner.model_dir, params.get('save_summary_steps', 100),
           params.get('log_step_count_steps', 100),
           compiled=runner.jit or runner.strategy_kind == 'tpu')
       user_hooks = list(spec.hooks) + list(self._call_hooks)
