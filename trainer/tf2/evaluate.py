@@ -30,6 +30,8 @@ step, as Estimator does, and runs the spec's evaluation_hooks and the
 call's hooks (hooks.py).
 """
 
+import contextlib
+
 import tensorflow as tf
 
 from absl import logging
@@ -196,11 +198,18 @@ class Evaluation:
     self._spec = None  # The normalised spec of the last trace.
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
+    self._hooks_in_trace = False  # Only once the variables are loaded.
     self.checks = graph_check.Recorder()
 
   def _trace_hooks(self, spec, outputs):
     """Hooks traced on the process's first replica (placeholders on the
-    others)."""
+    others), the call's before the spec's, as Estimator orders them; none
+    in the trace that makes and loads the variables (the hooks' session
+    starts in the next)."""
+    if not self._hooks_in_trace:
+      outputs['hooks'] = []
+      self._hooks = None
+      return
     if self._hooks is not None and self._hooks.traced_in_current_graph():
       outputs['hooks'] = hooks_lib.placeholders_like(
           self._hooks.traced_tensors)
@@ -208,10 +217,23 @@ class Evaluation:
     runner = self.runner
     graph = tf.compat.v1.get_default_graph()
     with runner.module.in_call_collections(), graph.name_scope(None):
-      hook_runner = hooks_lib.HookRunner(list(spec.hooks) +
-                                         list(self._call_hooks))
-      outputs['hooks'] = hook_runner.trace()
+      hook_runner = hooks_lib.HookRunner(list(self._call_hooks) +
+                                         list(spec.hooks))
+      outputs['hooks'] = hook_runner.trace(session_step=self._step)
     self._hooks = hook_runner
+
+  def _has_hooks(self):
+    return bool(self._call_hooks or (self._spec and self._spec.hooks))
+
+  @contextlib.contextmanager
+  def _tracing_hooks(self):
+    """A trace in the block runs the hooks' begin, after_create_session and
+    first before_run (the variables are loaded)."""
+    self._hooks_in_trace = True
+    try:
+      yield
+    finally:
+      self._hooks_in_trace = False
 
   def call_model_fn(self, features, labels):
     """The model_fn's EVAL spec on the whole batch of one device:
@@ -282,7 +304,9 @@ class Evaluation:
                     list(outputs['hooks']))
     return outputs
 
-  def distributed_fn(self, replica_fn):
+  def distributed_fn(self, replica_fn, signature=None):
+    """tf.function of replica_fn over the strategy's replicas; traced for
+    `signature` (a distributed dataset's element_spec) when given."""
     strategy = self.runner.strategy
 
     def fn(element):
@@ -306,6 +330,8 @@ class Evaluation:
       combined.update(tf.nest.map_structure(gathered, outputs))
       return combined
 
+    if signature is not None:
+      return tf.function(fn, autograph=False, input_signature=[signature])
     return tf.function(fn, autograph=False)
 
   def _step(self):
@@ -320,16 +346,22 @@ class Evaluation:
     runner.load(self._spec, checkpoint_path)
     checks(mode)
     runner.stale = True  # Training reloads its own state before going on.
-    if self._hooks:
-      self._hooks.after_create_session(self._step)
 
-  def _prepare(self, fn, element, checkpoint_path, hooks):
-    """Traces `fn` (creating variables), then loads the checkpoint."""
+  def _prepare(self, make_fn, element, checkpoint_path, hooks):
+    """Traces make_fn() (creating variables), loads the checkpoint, and
+    traces it again with the hooks if there are any; the function."""
     self._call_hooks = tuple(hooks)
+    fn = make_fn()
     with self.runner.scope():
-      concrete = fn.get_concrete_function(element)
+      fn.get_concrete_function(element)
     self._loaded(self._spec.mode, self.checks.check, checkpoint_path)
-    return concrete
+    if self._has_hooks():
+      fn = make_fn()
+      with self.runner.scope(), self._tracing_hooks():
+        fn.get_concrete_function(element)
+    if self._hooks:
+      self._hooks.steps_start()
+    return fn
 
   def _eval_steps(self, dataset, element, checkpoint_path, hooks):
     """The steps of one evaluate(), traced, on loaded variables."""
@@ -338,6 +370,10 @@ class Evaluation:
             else _OneDeviceSteps)
     steps = kind(self, dataset, element)
     self._loaded(ModeKeys.EVAL, steps.check, checkpoint_path)
+    if self._has_hooks():
+      with self._tracing_hooks():
+        steps = kind(self, dataset, element)
+      self._hooks.steps_start()
     self._reset_metric_variables()
     return steps
 
@@ -347,9 +383,10 @@ class Evaluation:
     of the input when None)."""
     runner = self.runner
     dataset = runner.dataset(ModeKeys.EVAL, input_fn)
-    eval_steps, graph, count = None, None, 0
+    eval_steps, graph, count, ended = None, None, 0, True
     for element in dataset:
       if steps is not None and count >= steps:
+        ended = False
         break
       if eval_steps is None:
         eval_steps = self._eval_steps(dataset, element, checkpoint_path,
@@ -369,6 +406,8 @@ class Evaluation:
                    for k, v in eval_steps.values().items()})
     result['global_step'] = self._step()
     if self._hooks:
+      if ended:
+        self._hooks.input_ended(self._step)
       self._hooks.end(self._step)
     path = checkpoint_path or runner.latest_checkpoint()
     summaries.write_eval_summary(summaries.eval_dir(runner.model_dir, name),
@@ -414,12 +453,16 @@ class Evaluation:
     """Yields one dict of numpy values per example (or per batch), in input
     order; only `predict_keys` when given."""
     runner = self.runner
-    predict_fn = self.distributed_fn(self._replica_predict_step)
-    first = True
-    for element in runner.dataset(ModeKeys.PREDICT, input_fn):
-      if first:
-        self._prepare(predict_fn, element, checkpoint_path, hooks)
-        first = False
+    dataset = runner.dataset(ModeKeys.PREDICT, input_fn)
+    signature = getattr(dataset, 'element_spec', None)  # Partial batches
+
+    def make_fn():  # too, in one trace.
+      return self.distributed_fn(self._replica_predict_step, signature)
+
+    predict_fn = None
+    for element in dataset:
+      if predict_fn is None:
+        predict_fn = self._prepare(make_fn, element, checkpoint_path, hooks)
       with runner.scope():
         outputs = predict_fn(element)
       if self._hooks:
@@ -440,4 +483,5 @@ class Evaluation:
       for i in range(len(next(iter(arrays.values())))):
         yield {k: v[i] for k, v in arrays.items()}
     if self._hooks:
+      self._hooks.input_ended(self._step)
       self._hooks.end(self._step)

@@ -1,14 +1,18 @@
 """SessionRunHooks under the tf2 runner, which has no Session.
 
 A TF1 hook asks for tensors in `before_run` (SessionRunArgs) and reads their
-values in `after_run`. Here, while the step function is traced, each hook's
-`begin()` runs in the traced graph and its `before_run` fetches are added to
-the step's outputs, recorded for every step of a loop; after each loop the
-runner replays `before_run` / `after_run` once per step with that step's
-values, so LoggingTensorHook, StepCounterHook, SummarySaverHook and hooks
-written the same way work unchanged. `run_context.request_stop()` stops
-training at the end of the loop (as on a TPU, where a loop is one
-session.run).
+values in `after_run`. Here, while the step function is traced (after the
+variables are made and loaded), each hook's `begin()` runs in the traced
+graph, then `after_create_session` (the variables are loaded: the session
+exists), then the first step's `before_run`, whose fetches are added to the
+step's outputs, recorded for every step of a loop; after each loop the
+runner replays `before_run` (from the second step on) / `after_run` once per
+step with that step's values, so LoggingTensorHook, StepCounterHook,
+SummarySaverHook and hooks written the same way work unchanged, called as
+often and in the order a MonitoredSession calls them; at the end of the
+input the hooks get the `before_run` of the session.run that finds no
+batch, as in TF1. `run_context.request_stop()` stops training at the end
+of the loop (as on a TPU, where a loop is one session.run).
 
 There is no Session to run other graph tensors: `after_create_session`,
 `end` and `run_context.session` get a `HostSession` that answers fetches
@@ -164,6 +168,8 @@ class HookRunner:
     self._graph = None  # The graph trace() ran in.
     self._step_reads = ()
     self._last = {}
+    self._first_args = None  # Per hook: the traced before_run's args.
+    self.session_started = False  # after_create_session ran at the trace.
 
   def __bool__(self):
     return bool(self.hooks)
@@ -178,13 +184,15 @@ class HookRunner:
     """The tensors the last trace() asked the step to output."""
     return list(self._tensors)
 
-  def trace(self, extra_fetches=None):
+  def trace(self, extra_fetches=None, session_step=None):
     """Call inside the traced step after the model_fn: the tensors to output.
 
-    Runs each hook's begin() and before_run() in the traced graph (enter
-    the model_fn call's collections first: hooks look up the global step
-    and summaries there) and returns the list of tensors the step must
-    output (one value per step).
+    Runs each hook's begin(), then, given `session_step` (a callable: the
+    loaded variables' step), each after_create_session(), then each
+    before_run() -- the first step's -- in the traced graph (enter the
+    model_fn call's collections first: hooks look up the global step and
+    summaries there) and returns the list of tensors the step must output
+    (one value per step).
     """
     self._graph = _v1.get_default_graph()
     self._collections = {key: list(self._graph.get_collection(key))
@@ -194,12 +202,21 @@ class HookRunner:
     step_reads = self._graph.get_collection(tf_private.GLOBAL_STEP_READ_KEY)
     self._step_reads = [id(t) for t in step_reads]
     global_step = _v1.train.get_global_step()
+    self._first_args = []
     with tf1_semantics.graph_semantics(), _quiet_collection_noise():
       for hook in self.hooks:
         hook.begin()
+      self.session_started = session_step is not None
+      step_now = lambda: 0  # pylint: disable=unnecessary-lambda-assignment
+      if self.session_started:
+        with tf.init_scope():  # The session reads loaded variables.
+          value = int(session_step())
+          step_now = lambda: value  # pylint: disable=unnecessary-lambda-assignment
+          self.after_create_session(step_now)
+      for hook in self.hooks:
         context = _v1.train.SessionRunContext(
             original_args=_v1.train.SessionRunArgs(extra_fetches),
-            session=HostSession(hook, self._graph, {}, lambda: 0,
+            session=HostSession(hook, self._graph, {}, step_now,
                                 self._step_reads))
         args = hook.before_run(context)
         if args is not None and args.feed_dict:
@@ -207,6 +224,7 @@ class HookRunner:
               f'SessionRunHook {_hook_name(hook)} feeds a '
               'tf.compat.v1.Session (SessionRunArgs(feed_dict=...)); the tf2 '
               'runner has none: feed data through the input_fn\'s dataset.')
+        self._first_args.append(args)
         flat = tf.nest.flatten(args.fetches) if args is not None else []
         self._fetches.append(flat)
         for fetch in flat:
@@ -245,6 +263,8 @@ class HookRunner:
     collections of the trace, as a new Estimator.train() call would
     (timers restart)."""
     from trainer.tf2 import model_fn_adapter  # pylint: disable=g-import-not-at-top
+    self._first_args = None  # Each step's before_run is called again.
+    self.session_started = False
     with self._graph.as_default(), model_fn_adapter.fresh_collections(
         self._collections), tf1_semantics.graph_semantics(), (
             _quiet_collection_noise()):
@@ -255,6 +275,10 @@ class HookRunner:
     """Before the first step; a hook that runs graph tensors fails here."""
     for hook in self.hooks:
       hook.after_create_session(self._session(hook, global_step), None)
+    self.steps_start()
+
+  def steps_start(self):
+    """The steps start now (their timers: global_step/sec)."""
     self._loop_start = time.time()
 
   def _session(self, hook, global_step):
@@ -286,23 +310,30 @@ class HookRunner:
     readers = [self._value_of(hook) for hook in self.hooks]
     no_args = _v1.train.SessionRunArgs(None)  # The replay's original_args.
     for offset, values in enumerate(step_values):
+      first_args, self._first_args = self._first_args, None
       self._last = {key: values[i] for key, i in self._index.items()}
       step = first_step + offset
       clock.now = start + (end - start) * (offset + 1) / len(step_values)
-      for hook, session, read in zip(self.hooks, sessions, readers):
-        # session.run before the step gives its start, after it its end.
+      # As a MonitoredSession's run: every hook's before_run, the step,
+      # every hook's after_run; session.run in before_run gives the step's
+      # start, in after_run its end.
+      results = []
+      for i, (hook, session, read) in enumerate(zip(self.hooks, sessions,
+                                                    readers)):
         session.at_step(self._last, step)
-        context = _v1.train.SessionRunContext(original_args=no_args,
-                                              session=session)
-        args = hook.before_run(context)
-        results = None
-        if args is not None:
-          results = map_fetches(read, args.fetches)
+        if first_args is not None:  # The trace called the first one.
+          args = first_args[i]
+        else:
+          args = hook.before_run(_v1.train.SessionRunContext(
+              original_args=no_args, session=session))
+        results.append(None if args is None else
+                       map_fetches(read, args.fetches))
+      for hook, session, result in zip(self.hooks, sessions, results):
         session.at_step(self._last, step + 1)
         context = _v1.train.SessionRunContext(original_args=no_args,
                                               session=session)
         hook.after_run(context, _v1.train.SessionRunValues(
-            results=results, options=None, run_metadata=None))
+            results=result, options=None, run_metadata=None))
         stop = stop or context.stop_requested
     return stop
 
@@ -317,6 +348,18 @@ class HookRunner:
             'hooks fetch when it builds the step.')
       return self._last[id(fetch)]
     return value
+
+  def input_ended(self, global_step):
+    """The hooks' before_run of the session.run that found the input at its
+    end (TF1: OutOfRangeError follows; no after_run)."""
+    if self._first_args is not None:  # The trace's call was that one.
+      self._first_args = None
+      return
+    no_args = _v1.train.SessionRunArgs(None)
+    for hook in self.hooks:
+      session = self._session(hook, global_step)
+      hook.before_run(_v1.train.SessionRunContext(original_args=no_args,
+                                                  session=session))
 
   def end(self, global_step):
     for hook in self.hooks:

@@ -33,6 +33,7 @@ class Spec:
   eval_metric_ops: Optional[dict] = None  # Built in the step (EstimatorSpec).
   scaffold_fn: Optional[Callable[[], Any]] = None  # Returns a Scaffold.
   hooks: tuple = ()  # The SessionRunHooks of this mode.
+  chief_hooks: tuple = ()  # TRAIN: EstimatorSpec.training_chief_hooks.
   source: str = 'TPUEstimatorSpec'
 
 
@@ -50,14 +51,16 @@ def normalize(spec, mode):
     raise TypeError('model_fn must return a TPUEstimatorSpec or an '
                     f'EstimatorSpec; it returned {type(spec).__name__}.')
   hooks = {
-      TRAIN: tuple(getattr(spec, 'training_hooks', None) or ()) + tuple(
-          getattr(spec, 'training_chief_hooks', None) or ()),
+      TRAIN: tuple(getattr(spec, 'training_hooks', None) or ()),
       EVAL: tuple(getattr(spec, 'evaluation_hooks', None) or ()),
       PREDICT: tuple(getattr(spec, 'prediction_hooks', None) or ()),
   }[mode]
+  chief_hooks = tuple(getattr(spec, 'training_chief_hooks', None) or ()
+                      ) if mode == TRAIN else ()
   common = dict(mode=mode, loss=spec.loss, train_op=spec.train_op,
                 predictions=spec.predictions,
-                export_outputs=spec.export_outputs, hooks=hooks)
+                export_outputs=spec.export_outputs, hooks=hooks,
+                chief_hooks=chief_hooks)
   if _is_tpu_spec(spec):
     return Spec(host_call=spec.host_call, eval_metrics=spec.eval_metrics,
                 scaffold_fn=spec.scaffold_fn, source='TPUEstimatorSpec',

@@ -30,6 +30,8 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
+from tensorflow.core.framework import tensor_pb2
+
 from trainer import driver
 from trainer import profiling
 from trainer.compat import estimator as estimator_compat
@@ -65,6 +67,7 @@ class Training:
     self._host_steps = None  # host_graph.StepRunner of the host_call.
     self._hooks = None  # hooks.HookRunner of the last trace.
     self._call_hooks = ()
+    self._hooks_in_trace = False  # The loop's trace runs the hooks.
     self._checks = graph_check.Recorder()
     self._hook_steps = None  # Steps per loop user hooks impose, if any.
     self._listeners = None  # checkpoint_listeners.Listeners of a call.
@@ -84,7 +87,8 @@ class Training:
       host_tensors = tf.nest.flatten(tensors)
       self._host_call = (fn, tensors)
     reported = self._reported_loss(spec.loss)
-    hook_tensors = self._trace_hooks(spec, reported)
+    hook_tensors = self._trace_hooks(spec, reported) if (
+        self._hooks_in_trace) else []
     self._checks.add(  # Keras layers update batch-norm statistics by
         started, [spec.train_op, spec.loss] + host_tensors +  # themselves.
         list(hook_tensors), [v for v in runner.module.variables
@@ -115,10 +119,14 @@ class Training:
     return context.all_reduce(op, loss)
 
   def _trace_hooks(self, spec, loss):
-    """Traces the hooks of this step (Estimator's, the spec's, the call's)
-    on the process's first replica (the first to get here in this trace), in
-    the model_fn's collections at the graph's root; their fetches
-    (placeholders on the other replicas). `loss`: the reported loss."""
+    """Traces the hooks of this step on the process's first replica (the
+    first to get here in this trace), in the model_fn's collections at the
+    graph's root, in MonitoredTrainingSession's order: the saving
+    listeners' (CheckpointSaverHook's), the spec's training_chief_hooks
+    (chief only), Estimator's summary hooks, the call's hooks, the spec's
+    training_hooks; their fetches (placeholders on the other replicas).
+    The variables are loaded: the session starts here. `loss`: the
+    reported loss."""
     if self._hooks is not None and self._hooks.traced_in_current_graph():
       return hooks_lib.placeholders_like(self._hooks.traced_tensors)
     runner = self._runner
@@ -129,9 +137,13 @@ class Training:
           loss, runner.model_dir, params.get('save_summary_steps', 100),
           params.get('log_step_count_steps', 100),
           compiled=runner.jit or runner.strategy_kind == 'tpu')
-      user_hooks = list(spec.hooks) + list(self._call_hooks)
-      hook_runner = hooks_lib.HookRunner(default_hooks + user_hooks)
-      tensors = hook_runner.trace()
+      chief_hooks = list(spec.chief_hooks) if (
+          strategy_lib.is_chief_task()) else []
+      user_hooks = chief_hooks + list(self._call_hooks) + list(spec.hooks)
+      hook_runner = hooks_lib.HookRunner(
+          [_ListenersHook(self)] + chief_hooks + default_hooks +
+          list(self._call_hooks) + list(spec.hooks))
+      tensors = hook_runner.trace(session_step=runner.global_step)
     self._hooks = hook_runner
     # Estimator runs hooks after every session.run: one step on CPU and
     # GPU, one loop on TPU. A user hook may stop training at any of them.
@@ -152,23 +164,29 @@ class Training:
     runner = self._runner
     strategy = runner.strategy
     self._iterator = iter(runner.dataset(_TRAIN, input_fn))
-    step = model_fn_adapter.plain(self._replica_step)
-    if runner.jit:
-      step = tf.function(step, jit_compile=True, autograph=False)
+    def make_step():  # A compiled step traces once: one per trace here.
+      step = model_fn_adapter.plain(self._replica_step)
+      if runner.jit:
+        step = tf.function(step, jit_compile=True, autograph=False)
+      return step
+
+    steps = [make_step()]
 
     def run_step(element):
       return strategy.run(
-          step, args=model_fn_adapter.features_labels(element))
+          steps[-1], args=model_fn_adapter.features_labels(element))
 
+    self._hooks_in_trace = False  # Hooks begin once the session exists.
     with self._scope():
       tf.function(lambda iterator: run_step(next(iterator)),
                   autograph=False).get_concrete_function(self._iterator)
     runner.load(self._spec)  # Its ScaffoldError first: more specific.
+    self._hooks_in_trace = True
+    steps.append(make_step())
     self._checks.check(_TRAIN)
     runner.stale = False
     host_dtypes = [t.dtype for t in tf.nest.flatten(self._host_call[1])
                    ] if self._host_call else []
-    hook_dtypes = [t.dtype for t in self._hooks.traced_tensors]
 
     def train_loop(iterator, steps):
       def body(i, ended, losses, host, hooked):
@@ -179,9 +197,11 @@ class Training:
           written = losses.write(i, strategy.reduce(_MEAN, loss, axis=None))
           host_written = tuple(array.write(i, strategy.gather(t, axis=0))
                                for array, t in zip(host, host_tensors))
-          hooked_written = tuple(  # The first replica's; see _trace_hooks.
-              array.write(i, strategy.experimental_local_results(t)[0])
-              for array, t in zip(hooked, hook_tensors))
+          # The first replica's (see _trace_hooks), serialised: the hooks
+          # are traced with this body, after the arrays' dtypes are set.
+          hooked_written = hooked.write(i, _serialized(
+              [strategy.experimental_local_results(t)[0]
+               for t in hook_tensors]))
           return i + 1, ended, written, host_written, hooked_written
 
         def input_ended():
@@ -195,10 +215,11 @@ class Training:
           (tf.constant(0), tf.constant(False),
            tf.TensorArray(tf.float32, size=steps),
            tuple(tf.TensorArray(d, size=steps) for d in host_dtypes),
-           tuple(tf.TensorArray(d, size=steps) for d in hook_dtypes)))
+           tf.TensorArray(tf.string, size=steps, infer_shape=False,
+                          element_shape=tf.TensorShape([None]))))
       done = tf.range(count)  # Fewer than `steps` if the input ended.
       return (losses.gather(done), tuple(a.gather(done) for a in host),
-              tuple(a.gather(done) for a in hooked))
+              hooked.gather(done))
 
     self._loop = tf.function(train_loop, autograph=False)
     with self._scope():  # Traced now, so the hooks see the loop's graph.
@@ -254,10 +275,11 @@ class Training:
     self._run_host_calls([v.numpy() for v in host_values])
     stop = False
     if self._hooks:
-      arrays = [x.numpy() for x in hook_values]
-      per_step = [[a[i] for a in arrays] for i in range(len(losses))]
+      per_step = _deserialized(hook_values.numpy())
       stop = self._hooks.after_steps(per_step, first_step,
                                      self._runner.global_step)
+      if len(losses) < num_steps and not stop:  # The input ended.
+        self._hooks.input_ended(self._runner.global_step)
     return losses, stop
 
   def steps(self, num_steps, input_fn):
@@ -294,6 +316,56 @@ class Training:
     driver.train(_CallTrainer(self), policy, to_step)
 
 
+def _serialized(tensors):
+  """One string vector: each tensor serialised (tf.io.serialize_tensor)."""
+  if not tensors:
+    return tf.zeros([0], tf.string)
+  return tf.stack([tf.io.serialize_tensor(t) for t in tensors])
+
+
+def _deserialized(rows):
+  """Per step, the numpy values of a [steps, tensors] array of
+  _serialized rows."""
+  def value(serialized):
+    array = tf.make_ndarray(tensor_pb2.TensorProto.FromString(serialized))
+    return array[()] if array.ndim == 0 else array  # Scalars as numpy's.
+
+  return [[value(v) for v in row] for row in rows]
+
+
+class _ListenersHook(tf.compat.v1.train.SessionRunHook):
+  """Where Estimator's CheckpointSaverHook calls the saving listeners of a
+  train() call when the session starts: begin() first of all hooks, then,
+  after the variables are loaded, before_save / after_save of the step
+  training starts from (when model_dir has a checkpoint: Estimator writes
+  it again; otherwise the loop driver's first checkpoint is that save)."""
+
+  def __init__(self, training):
+    self._training = training
+
+  def _listeners(self):
+    return self._training._listeners  # pylint: disable=protected-access
+
+  def begin(self):
+    if self._listeners() is not None:
+      self._listeners().begin()
+
+  def after_create_session(self, session, coord):
+    del session, coord
+    listeners = self._listeners()
+    runner = self._training._runner  # pylint: disable=protected-access
+    if listeners and runner.latest_checkpoint() is not None:
+      step = runner.global_step()
+      listeners.before_save(step)
+      listeners.after_save(step)
+
+  def end(self, session):
+    del session
+    if self._listeners() is not None:
+      runner = self._training._runner  # pylint: disable=protected-access
+      self._listeners().end(runner.global_step())
+
+
 class _CallTrainer(driver.LoopTrainer):
   """One train() call of a Training, as the driver's LoopTrainer."""
 
@@ -308,15 +380,11 @@ class _CallTrainer(driver.LoopTrainer):
     return self._runner.latest_checkpoint()
 
   def begin(self):
-    training = self._training
-    listeners = training._listeners  # pylint: disable=protected-access
-    listeners.begin()
-    if listeners and self.latest_checkpoint() is not None:
-      step = self.global_step()  # As Estimator, which writes it again.
-      listeners.before_save(step)
-      listeners.after_save(step)
-    if training._hooks:  # pylint: disable=protected-access
-      training._hooks.after_create_session(self._runner.global_step)  # pylint: disable=protected-access
+    hooks = self._training._hooks  # pylint: disable=protected-access
+    if hooks.session_started:  # At the loop's trace.
+      hooks.steps_start()
+    else:  # A later train() with the same loop: hooks.restart() began.
+      hooks.after_create_session(self._runner.global_step)
 
   def max_loop_steps(self):
     return self._training._hook_steps  # pylint: disable=protected-access
@@ -336,9 +404,7 @@ class _CallTrainer(driver.LoopTrainer):
 
   def end(self):
     training, runner = self._training, self._runner
-    if training._hooks:  # pylint: disable=protected-access
-      training._hooks.end(runner.global_step)  # pylint: disable=protected-access
-    training._listeners.end(runner.global_step())  # pylint: disable=protected-access
+    training._hooks.end(runner.global_step)  # pylint: disable=protected-access
     training._profile.stop(runner.global_step())  # pylint: disable=protected-access
     training._finish_host_calls()  # pylint: disable=protected-access
 
