@@ -13,6 +13,7 @@ from tests import testutil
 from tests.legacy import digits_cnn
 from trainer import runners
 from trainer.tf2 import hooks as hooks_lib
+from trainer.tf2 import model_fn_adapter
 from trainer.tf2 import scaffold as scaffold_lib
 
 v1 = tf.compat.v1
@@ -124,3 +125,73 @@ def test_scaffold_init_op_that_assigns_in_the_model_fn_is_refused(tmp_path):
                    train_steps=10)
   with pytest.raises(scaffold_lib.ScaffoldError, match='init_op'):
     runner.train(10)
+
+
+class CallCounter(v1.train.SessionRunHook):
+  """Counts each method's calls, in order."""
+
+  def __init__(self):
+    self.calls = []
+
+  def begin(self):
+    self.calls.append('begin')
+
+  def after_create_session(self, session, coord):
+    self.calls.append('after_create_session')
+
+  def before_run(self, run_context):
+    self.calls.append('before_run')
+
+  def after_run(self, run_context, run_values):
+    self.calls.append('after_run')
+
+  def end(self, session):
+    self.calls.append('end')
+
+
+def test_hooks_are_called_as_a_monitored_session_calls_them(tmp_path):
+  # The conformance matrix compares the order with the real Estimator's.
+  hook = CallCounter()
+  runner = _runner(tmp_path, 'tf2', _model_fn(), train_steps=12)
+  runner.train(12, hooks=[hook])
+  assert hook.calls == (['begin', 'after_create_session'] +
+                        ['before_run', 'after_run'] * 12 + ['end']), hook.calls
+
+
+def test_scaffold_init_fn_restores_with_a_saver_made_in_the_model_fn(
+    tmp_path):
+  base = _runner(tmp_path, 'tf2', _model_fn(), train_steps=10)
+  base.train(10)
+  base_path = v1.train.latest_checkpoint(str(tmp_path / 'tf2'))
+  trained = base.variables()
+
+  def scaffold():  # slim.assign_from_checkpoint_fn's way of warm-starting.
+    saver = v1.train.Saver(v1.trainable_variables())
+    return v1.train.Scaffold(
+        init_fn=lambda _, session: saver.restore(session, base_path))
+
+  warm = _runner(tmp_path / 'warm', 'tf2', _model_fn(scaffold=scaffold),
+                 train_steps=1)
+  warm.train(0)
+  restored = {name: value for name, value in warm.variables().items()
+              if name.startswith('dense/')}
+  assert sorted(restored) == ['dense/bias', 'dense/kernel'], restored
+  for name, value in restored.items():
+    assert (value == trained[name]).all(), name
+
+
+def test_a_tensor_initializer_with_no_constant_value_is_refused_by_name(
+    tmp_path):
+  def model_fn(features, labels, mode, params):
+    noise = tf.random.uniform([64, 10])
+    kernel = v1.get_variable('noisy/kernel', initializer=noise)
+    logits = tf.matmul(tf.reshape(features, [-1, 64]) / 255.0, kernel)
+    loss = v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+  runner = _runner(tmp_path, 'tf2', model_fn, train_steps=2)
+  with pytest.raises(model_fn_adapter.TensorInitializerError,
+                     match='noisy/kernel'):
+    runner.train(2)

@@ -72,9 +72,6 @@ def _tpu_opts(**opts):
 _REP1 = {'replicas': 1}
 _REP2 = {'replicas': 2}
 # Known gaps of the project's tf2 runner, found here.
-_INIT_FN = ("Scaffold(init_fn=) restoring with a Saver made in the model_fn: "
-            "AttributeError 'Saver' object has no attribute '_is_empty' "
-            '(init_fn runs before that Saver is built)')
 
 
 def _gaps(*reasons):
@@ -330,11 +327,7 @@ CELLS = [
          ', 2 replicas', {'input_args': 'input_context'}, _REP2,
          quiet((T3, E))),
     Cell('rep2_tensor_initializer', 'replicas', 'get_variable(initializer='
-         'a Tensor), 2 replicas', {'tensor_init': True}, _REP2, quiet((T3, E)),
-         differs={'*': (
-             'tf2 runner: get_variable(initializer=a Tensor) fails at the '
-             'first step with TypeError (the Tensor is out of scope of the '
-             'step function), not a named refusal')}),
+         'a Tensor), 2 replicas', {'tensor_init': True}, _REP2, quiet((T3, E))),
     # (A TF2 writer made in the model_fn over 2 replicas: Estimator itself
     # fails, NotFoundError: no cell.)
     Cell('rep2_init_from_checkpoint_after_variables', 'replicas',
@@ -381,7 +374,6 @@ CELLS = [
          actions=quiet((T3, E, P))),
     Cell('rep1_scaffold_init_fn', 'replicas', 'Scaffold(init_fn=...), tf2 '
          'runner', {'scaffold': 'init_fn'}, _REP1,
-         differs=_tf2(_INIT_FN),
          actions=quiet((T3, E, P))),
     Cell('rep1_ema', 'replicas', 'EMA, tf2 runner', {'ema': True}, _REP1,
          actions=quiet((T3, E, P))),

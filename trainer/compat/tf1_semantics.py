@@ -143,6 +143,34 @@ def _saver_init(self, var_list=None, *args, **kwargs):
   self._var_list = var_list  # pylint: disable=protected-access
   self.saver_def = None
   self._is_built = False  # pylint: disable=protected-access
+  # A Scaffold init_fn (or slim's assign_from_checkpoint_fn) calls
+  # saver.restore(session, path) after the trace, with no Session.
+  self.restore = lambda sess, save_path: _traced_restore(self, save_path)
+
+
+_restorers = []  # Stack of restore(eager Saver, path) functions.
+
+
+@contextlib.contextmanager
+def traced_savers_restore_with(restore):
+  """Within the block, `saver.restore(session, path)` on a Saver made inside
+  a trace calls restore(eager_saver(saver), path): the runner's way to
+  restore eagerly (distributed variables included)."""
+  _restorers.append(restore)
+  try:
+    yield
+  finally:
+    _restorers.pop()
+
+
+def _traced_restore(saver, save_path):
+  if not _restorers:
+    raise RuntimeError(
+        'A tf.compat.v1.train.Saver made inside the model_fn restores only '
+        'where the runner runs a Scaffold init_fn; elsewhere there is no '
+        'Session: restore with tf.compat.v1.train.init_from_checkpoint.')
+  with tf.init_scope():
+    _restorers[-1](eager_saver(saver), save_path)
 
 
 def eager_saver(saver):

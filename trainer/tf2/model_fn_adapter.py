@@ -34,6 +34,7 @@ import threading
 import tensorflow as tf
 
 from model_fn import layers
+from trainer.api import errors
 from trainer.compat import estimator_calls
 from trainer.compat import graph_collections
 from trainer.compat import op_seeds
@@ -118,6 +119,33 @@ def _collecting_getter(getter, *args, names=None, **kwargs):
   return variable
 
 
+
+class TensorInitializerError(errors.TrainerError, ValueError):
+  """A variable's initial value is a Tensor computed in the model_fn."""
+
+
+def _is_symbolic(value):
+  return isinstance(value, tf.Tensor) and not hasattr(value, '_numpy')
+
+
+def _lift_tensor_initial_value(kwargs, name):
+  """A Tensor initial value made in the traced model_fn
+  (`get_variable(initializer=tf.constant(...))`) becomes its constant
+  value: the variable is made outside the step, where the Tensor does not
+  exist. A Tensor with no constant value cannot be lifted: a named error."""
+  initial = kwargs.get('initial_value')
+  if not _is_symbolic(initial):
+    return
+  value = tf.get_static_value(initial)
+  if value is None:
+    raise TensorInitializerError(
+        f'Variable {name}: its initializer is a Tensor computed in the '
+        f'model_fn ({initial.name}), which the tf2 runner cannot use: it '
+        'makes variables outside the step. Pass an initializer instead '
+        '(tf.compat.v1.constant_initializer, a random initializer, or a '
+        'callable), or a constant.')
+  kwargs['initial_value'] = value
+
 class ModelFnModule(tf.Module):
   """A model_fn bound to one set of variables; call it like the model_fn.
 
@@ -199,6 +227,7 @@ class ModelFnModule(tf.Module):
       if index:
         kwargs['name'] = f'{base[:-1]}_{index}/' if absolute else (
             f'{base}_{index}')
+      _lift_tensor_initial_value(kwargs, key)
       self.created[key] = next_creator(**kwargs)
     variable = self.created[key]
     requested = kwargs.get('collections')

@@ -12,8 +12,9 @@ Scaffold itself) in every mode and gives the Scaffold to its session:
     init_from_checkpoint set (checkpoint_init.py), then the Scaffold's
     init_op and init_fn run (warm starts).
 `load` does the same without a Session. A saver made inside the traced
-model_fn is rebuilt outside it (tf1_semantics.eager_saver); an init_op made
-there cannot run outside its graph and is refused with an error naming it.
+model_fn is rebuilt outside it (tf1_semantics.eager_saver), also where an
+init_fn calls its restore(session, path); an init_op made there cannot run
+outside its graph and is refused with an error naming it.
 """
 
 from absl import logging
@@ -105,7 +106,9 @@ def load(scaffold, checkpoint_path, default_restore, global_step,
         'scaffold_fn (which the runner calls outside the step).')
   init_fn = getattr(scaffold, 'init_fn', None)
   if init_fn is not None:
-    init_fn(hooks_lib.HostSession('Scaffold.init_fn', None, {}, global_step))
+    with tf1_semantics.traced_savers_restore_with(_restore):
+      init_fn(hooks_lib.HostSession('Scaffold.init_fn', None, {},
+                                    global_step))
     logging.info('Initialised variables with the scaffold\'s init_fn.')
   return 'initialized'
 
