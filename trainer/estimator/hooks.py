@@ -99,9 +99,18 @@ class StopEvaluationOnSigtermHook(_v1.train.SessionRunHook):
 
   def __init__(self, model_dir):
     self._model_dir = model_dir
+    self._step = '(evaluation)'
+
+  def begin(self):
+    self._global_step = _v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    del coord  # The evaluated checkpoint's step: where training stopped.
+    if self._global_step is not None:
+      self._step = int(session.run(self._global_step))
 
   def before_run(self, run_context):
-    preemption.raise_if_requested('(evaluation)', self._model_dir)
+    preemption.raise_if_requested(self._step, self._model_dir)
 
 
 class ProfilerHook(_v1.train.SessionRunHook):
