@@ -48,6 +48,10 @@ def record_reader(params):
       log_warning=True)
 
 
+# The augmentations the batch-at-a-time path of raw images implements.
+VECTORISED_AUGMENTATIONS = ('none', 'pad_crop')
+
+
 class Pipeline:
   """The dataset of one input_fn call: its files, its path, its seeds."""
 
@@ -67,9 +71,10 @@ class Pipeline:
     self.margin = (preprocessing.pad_crop_margin(size)
                    if training and augmentation == 'pad_crop' else 0)
     # Raw images already at the model's input shape decode and augment a
-    # batch at a time; anything else (JPEG/PNG, other sizes,
-    # inception_crop) is decoded and preprocessed example by example.
-    self.vectorised = (augmentation != 'inception_crop' and
+    # batch at a time with the augmentations that path implements; anything
+    # else (JPEG/PNG, other sizes, any other augmentation) is decoded and
+    # preprocessed example by example (preprocessing.py defines them all).
+    self.vectorised = (augmentation in VECTORISED_AUGMENTATIONS and
                        record_probe.raw_shape(files) == self.shape)
     service = training and params['tf_data_service']
     # Order matters wherever a --seed must reproduce a run and wherever

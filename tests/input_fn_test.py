@@ -7,8 +7,11 @@ from PIL import Image
 import pytest
 import tensorflow as tf
 
+import flags
+
 from input_fn import features as feature_lib
 from input_fn import in_memory
+from input_fn import pipeline
 from input_fn import preprocessing
 from input_fn import raw_batch
 from input_fn import record_probe
@@ -273,6 +276,18 @@ def test_no_seed_draws_a_new_stream_each_time():
     return next(iter(dataset))[0]['image'].numpy()
 
   assert np.any(first_batch() != first_batch())
+
+
+def test_only_augmentations_the_raw_batch_path_implements_take_it():
+  files = tfrecord.list_files(_params(), True)
+  for augmentation in flags.AUGMENTATIONS:
+    built = pipeline.Pipeline(
+        _params(mode='train', augmentation=augmentation), True, files, 1, 0)
+    assert built.vectorised == (
+        augmentation in pipeline.VECTORISED_AUGMENTATIONS), augmentation
+  built = pipeline.Pipeline(  # An augmentation added later: per example.
+      _params(mode='train', augmentation='a_new_one'), True, files, 1, 0)
+  assert not built.vectorised
 
 
 def test_vectorised_eval_equals_per_example_preprocessing():
