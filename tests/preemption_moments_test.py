@@ -12,7 +12,6 @@ from the latest checkpoint.
 """
 
 import contextlib
-import os
 import random
 import re
 import signal
@@ -55,11 +54,7 @@ def _sigterm_after(args, anchor, delay, out_path, log_path):
   """Starts the trainer and sends SIGTERM `delay` s after `anchor` (the
   start, or its first training progress line), unless it ended first;
   (exit status, log)."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  with open(out_path, 'w') as out, open(log_path, 'w') as log:
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'trainer.main'] + args, cwd=testutil.REPO_ROOT,
-        env=env, stdout=out, stderr=log, text=True)
+  process = testutil.start_main(args, log_path, out_path)
   try:
     if anchor == 'training':
       testutil.wait_for_training(process, log_path)

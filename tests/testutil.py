@@ -92,12 +92,15 @@ def call_on_cpu_devices(num_devices, fn, *args):
   return None
 
 
-def start_main(args, log_path):
-  """`python -m trainer.main ARGS` in the background; stderr to log_path."""
+def start_main(args, log_path, out_path=None):
+  """`python -m trainer.main ARGS` in the background; stderr to log_path,
+  stdout to out_path (default: a pipe)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  with open(log_path, 'w') as log:
+  with open(log_path, 'w') as log, contextlib.ExitStack() as stack:
+    out = (stack.enter_context(open(out_path, 'w')) if out_path
+           else subprocess.PIPE)
     return subprocess.Popen([sys.executable, '-m', 'trainer.main'] + args,
-                            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                            cwd=REPO_ROOT, env=env, stdout=out,
                             stderr=log, text=True)
 
 
