@@ -11,6 +11,11 @@
 # and 2.20 ship different oneDNN releases, whose sgemm kernels for other ISAs
 # (AVX-512, or AVX/SSE4.1: measured with this cap lowered) round differently;
 # with the cap, every CI machine runs the kernels both releases agree on.
+# The cap is not enough: TF 2.20's own kernels (tf.sigmoid: up to 7 ulp on
+# identical inputs) differ from TF 2.15's, so a cell on TF 2.20 that misses
+# its TF 2.15 reference only by float rounding is re-judged by
+# scripts/corpus_rounding.py (relative 1e-5, never on a 2.15 lane; printed
+# as such; CORPUS_STRICT=1: not re-judged). docs/corpus.md has the figures.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -19,12 +24,12 @@ shared="${SHARED_DIR:-$root/../shared}"
 bash scripts/setup_env.sh legacy >/dev/null && bash scripts/setup_env.sh modern >/dev/null ||
   { echo "corpus: setting up the lanes failed" >&2; exit 1; }
 export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
-[[ $# -gt 0 ]] && exec bash "$shared/corpus/run.sh" "$@"
 
 jobs="${CORPUS_JOBS:-2}"
 # Groups of about equal length (seconds measured on 2 cores, one at a time).
 groups=("tpu_resnet simclr mnist_tpu.py" "efficientnet tapas resnet_main.py mnist_tpu")
 [[ "$jobs" -gt 1 ]] || groups=("${groups[*]}")
+[[ $# -gt 0 ]] && groups=("$*")
 outs=(); pids=()
 for g in "${groups[@]}"; do
   out="$(mktemp)"; outs+=("$out")
@@ -34,15 +39,23 @@ for g in "${groups[@]}"; do
 done
 status=0; passed=0; failed=0
 for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || status=1
-  grep -v '^corpus: [0-9]* passed' "${outs[$i]}"
+  wait "${pids[$i]}"
+  work="$(sed -nE 's/^corpus: logs in (.*)$/\1/p' "${outs[$i]}" | head -n1)"
   line="$(grep -E '^corpus: [0-9]+ passed, [0-9]+ failed' "${outs[$i]}" | tail -n1)"
   if [[ -z "$line" ]]; then
+    grep -v '^corpus: [0-9]* passed' "${outs[$i]}"
     echo "corpus: run.sh ${groups[$i]} printed no summary"; status=1
-  else
-    read -r p f < <(sed -E 's/corpus: ([0-9]+) passed, ([0-9]+) failed/\1 \2/' <<<"$line")
-    passed=$((passed + p)); failed=$((failed + f))
+    rm -f "${outs[$i]}"; continue
   fi
+  read -r p f < <(sed -E 's/corpus: ([0-9]+) passed, ([0-9]+) failed/\1 \2/' <<<"$line")
+  while IFS= read -r text; do
+    if [[ "$text" == *": FAIL "* && "${CORPUS_STRICT:-0}" != 1 && -n "$work" ]] &&
+       judged="$(python3 scripts/corpus_rounding.py "$work" "$text")"; then
+      text="$judged"; p=$((p + 1)); f=$((f - 1))
+    fi
+    printf '%s\n' "$text"
+  done < <(grep -v '^corpus: [0-9]* passed' "${outs[$i]}")
+  passed=$((passed + p)); failed=$((failed + f))
   rm -f "${outs[$i]}"
 done
 echo "corpus: $passed passed, $failed failed"

@@ -24,6 +24,8 @@ _EXPECTED = {
     'memory': [r'bf16/f32 activation bytes: [\d.]+',
                r'slice=dense\s+k=4: peak\s+[\d.]+ MiB',
                r'unsliced:\s+[\d.]+ ms/step \(1\.00x\); XLA:CPU total'],
+    'release_drift': [r'^reference: TF [\d.]+',
+                      r'^TF [\d.]+\s+sigmoid\s+0 of\s+\d+ differ, max 0 ulp'],
     'runners': [r'^tf2\s+[\d.]+\s+[\d.]+', r'^keras_fit\s+[\d.]+',
                 r'^native\s+[\d.]+', r'tf2 / keras_fit: [\d.]+x'],
 }
