@@ -62,6 +62,12 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'off on CPU and GPU, where XLA measured slower here. on/off force it.',
       flag_values=f)
   flags.DEFINE_integer(
+      'peer_timeout_secs', 10,
+      'Several workers (TF_CONFIG): seconds without heartbeats after which a '
+      'worker counts as lost (killed, host down) and the others stop with an '
+      'error naming it instead of waiting in a collective. 0: TensorFlow\'s '
+      'default (10 s).', lower_bound=0, flag_values=f)
+  flags.DEFINE_integer(
       'num_cpu_devices', 1,
       'tf2 runner: split the CPU into N logical devices (MirroredStrategy '
       'over N replicas) to exercise multi-replica code without accelerators.',

@@ -97,9 +97,11 @@ def _write(path, text):
 def test_parse_separates_launcher_flags_from_the_program():
   assert launcher.parse(['x', '--cpu_fallback', 'p.py', '--cpu_fallback',
                          '-m']) == (True, 'path', 'p.py',
-                                    ['--cpu_fallback', '-m'])
-  assert launcher.parse(['x', '-m', 'a.b', '--f=1']) == (
-      False, 'module', 'a.b', ['--f=1'])
+                                    ['--cpu_fallback', '-m'], 10)
+  assert launcher.parse(['x', '--peer_timeout_secs=3', '-m', 'a.b',
+                         '--f=1']) == (False, 'module', 'a.b', ['--f=1'], 3)
+  with pytest.raises(launcher.UsageError, match='give whole seconds'):
+    launcher.parse(['x', '--peer_timeout_secs=soon', 'p.py'])
   with pytest.raises(launcher.UsageError, match="unknown launcher flag "
                      "'--model_dir=x'"):
     launcher.parse(['x', '--model_dir=x', 'p.py'])

@@ -139,13 +139,48 @@ def test_a_killed_worker_stops_the_other_naming_it(tmp_path):
   rng = random.Random(testutil.seed_from_env())
   target = rng.randrange(2)
   print(f'SIGKILL to worker {target}')
+
+  def command(model_dir, train_steps):
+    return _trainer_command(model_dir, train_steps) + [
+        '--peer_timeout_secs=5']
+
   job = _training_job(tmp_path, 'job', tmp_path / 'model',
-                      train_steps=1000000)
+                      train_steps=1000000, command=command)
   job.workers[target].kill()
   survivor = 1 - target
   code, _, err = job.wait(STOP_WITHIN_SECS)[survivor]
   assert code not in (0, 143), err[-3000:]
   assert f'error: the job lost worker {target}' in err, err[-3000:]
+
+
+_HEARTBEAT_PROBE = """
+import json, os, sys
+from tensorflow.python.eager import context
+from trainer.tf2 import strategy
+cluster = {'worker': ['127.0.0.1:1', '127.0.0.1:2']}
+os.environ['TF_CONFIG'] = json.dumps({'cluster': cluster,
+                                      'task': {'type': 'worker', 'index': 1}})
+assert not strategy.configure_peer_timeout(0)
+assert context.context().coordination_service is None
+assert not strategy.configure_peer_timeout(7, tf_config=json.dumps(
+    {'cluster': {'worker': ['127.0.0.1:1']}}))
+assert strategy.configure_peer_timeout(7)
+config = context.context().coordination_service
+print(config.heartbeat_timeout_in_ms, config.service_leader,
+      [(j.name, j.num_tasks) for j in config.coordinated_job_list])
+assert not strategy.configure_peer_timeout(9)   # set once, kept
+"""
+
+
+def test_peer_timeout_sets_the_coordination_heartbeat():
+  # In a child: the coordination config is process-wide.
+  result = subprocess.run([sys.executable, '-c', _HEARTBEAT_PROBE],
+                          cwd=testutil.REPO_ROOT, capture_output=True,
+                          text=True, timeout=testutil.HANG_TIMEOUT,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.split() == [
+      '7000', '/job:worker/replica:0/task:0', "[('worker',", '2)]']
 
 
 @pytest.mark.skipif(testutil.HAS_ESTIMATOR, reason=(

@@ -25,6 +25,7 @@ _PLAIN_KEYS = (
     'momentum', 'weight_decay', 'label_smoothing', 'save_checkpoints_steps',
     'keep_checkpoint_max', 'init_checkpoint', 'num_slices', 'slice',
     'skip_corrupt_records', 'overwrite_model_dir', 'num_cpu_devices',
+    'peer_timeout_secs',
     'jit_compile', 'eval_input', 'predict_input', 'serving_input_fn',
     'save_summary_steps', 'log_step_count_steps',
     'tf_data_service',

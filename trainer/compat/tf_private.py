@@ -1,6 +1,6 @@
 """The only module that relies on private or version-dependent TF internals.
 
-Five things the tf2 runner needs have no public API:
+Six things the tf2 runner needs have no public API:
   * the Estimator's loss scaling: a tf.compat.v1 optimizer divides the loss
     by the replica count only while the strategy's private flag
     `_scale_loss_for_estimator` is set (Estimator sets it; so do we);
@@ -14,9 +14,12 @@ Five things the tf2 runner needs have no public API:
     `Session.run` (`make_callable` with a feed_list does, ~0.4 ms of Python
     per call): host_call runs once per training step;
   * the graph collection where training_util caches the global step's read,
-    the tensor hooks fetch as the step (`GLOBAL_STEP_READ_KEY`).
+    the tensor hooks fetch as the step (`GLOBAL_STEP_READ_KEY`);
+  * the coordination service's heartbeat timeout, after which the workers
+    of a MultiWorkerMirroredStrategy job give up on a lost peer
+    (`configure_peer_heartbeat`).
 tests/tf_private_test.py covers the first four on every lane, tf2_hooks_test
-the last.
+the fifth, multi_worker_preemption_test the last.
 """
 
 import contextlib
@@ -173,3 +176,28 @@ def graph_mode():
   FileWriters and Sessions refuse eager execution)."""
   from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   return context.graph_mode()
+
+
+def configure_peer_heartbeat(cluster_spec, timeout_secs):
+  """Starts this process's coordination service config as
+  MultiWorkerMirroredStrategy would (same leader, same chief/worker jobs),
+  with `timeout_secs` as the heartbeat timeout after which a silent worker
+  is declared lost and the others' collectives fail. Must run before the
+  strategy is made (it keeps a config already set). False (nothing done)
+  when a coordination service is already configured."""
+  # The strategy module's own imports: the proto moved between releases.
+  from tensorflow.python.distribute import collective_all_reduce_strategy as mwms  # pylint: disable=g-import-not-at-top
+  coordination_config_pb2 = mwms.coordination_config_pb2
+  multi_worker_util = mwms.multi_worker_util
+  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+  if context.context().coordination_service is not None:
+    return False
+  jobs = [coordination_config_pb2.CoordinatedJob(
+              name=job, num_tasks=cluster_spec.num_tasks(job))
+          for job in ('chief', 'worker') if job in cluster_spec.jobs]
+  context.context().configure_coordination_service(
+      service_type='standalone',
+      service_leader=multi_worker_util.coordination_leader(cluster_spec),
+      coordinated_jobs=jobs,
+      heartbeat_timeout_in_ms=int(timeout_secs * 1000))
+  return True

@@ -12,7 +12,9 @@ TensorFlow is imported); on TF <= 2.15 nothing changes, so the same command
 gives the real TPUEstimator's reference run. --cpu_fallback works on both.
 """
 
+import collections
 import importlib.util
+import json
 import os
 import runpy
 import sys
@@ -21,7 +23,8 @@ from trainer import startup
 from trainer.api import errors
 
 USAGE = """\
-usage: python -m trainer.legacy [--cpu_fallback] (PROGRAM.py | -m MODULE) [ARGS...]
+usage: python -m trainer.legacy [--cpu_fallback] [--peer_timeout_secs=N]
+                               (PROGRAM.py | -m MODULE) [ARGS...]
 
 Runs a legacy tf.estimator / TPUEstimator program unchanged; on TensorFlow
 without Estimator (>= 2.16) its Estimator calls run on the tf2 runner.
@@ -29,8 +32,17 @@ without Estimator (>= 2.16) its Estimator calls run on the tf2 runner.
 launcher flags (before the program):
   --cpu_fallback  a TPUClusterResolver that finds no TPU means "no TPU": the
                   program runs on CPU/GPU (logged) instead of failing
+  --peer_timeout_secs=N
+                  a TF_CONFIG job of chief/workers (MultiWorkerMirrored-
+                  Strategy): a worker silent for N s counts as lost and the
+                  others stop with an error naming it (default 10)
   -h, --help      this message
 """
+DEFAULT_PEER_TIMEOUT_SECS = 10
+
+# What parse() found: launcher options, then the program and its argv.
+Launch = collections.namedtuple(
+    'Launch', 'cpu_fallback kind target program_args peer_timeout_secs')
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # From a clone, the repository root stays importable once sys.path[0] is the
@@ -45,12 +57,14 @@ class UsageError(errors.TrainerError):
 
 
 def parse(argv):
-  """(cpu_fallback, kind, target, program_args) from the launcher's argv.
+  """Launch(cpu_fallback, kind, target, program_args, peer_timeout_secs)
+  from the launcher's argv.
 
   kind is 'path' or 'module'. Raises UsageError naming the problem.
   """
   args = list(argv[1:])
   cpu_fallback = False
+  peer_timeout = DEFAULT_PEER_TIMEOUT_SECS
   i = 0
   while i < len(args):
     arg = args[i]
@@ -61,16 +75,24 @@ def parse(argv):
     elif arg in ('--nocpu_fallback', '--cpu_fallback=false',
                  '--cpu_fallback=0'):
       cpu_fallback = False
+    elif arg.startswith('--peer_timeout_secs='):
+      value = arg.split('=', 1)[1]
+      if not value.isdigit():
+        raise UsageError(f'--peer_timeout_secs={value}: give whole seconds '
+                         '(0: TensorFlow\'s default, 10 s).')
+      peer_timeout = int(value)
     elif arg == '-m':
       if i + 1 >= len(args):
         raise UsageError('-m needs a module name (-m their.package.main).')
-      return cpu_fallback, 'module', args[i + 1], args[i + 2:]
+      return Launch(cpu_fallback, 'module', args[i + 1], args[i + 2:],
+                    peer_timeout)
     elif arg.startswith('-'):
       raise UsageError(
-          f'unknown launcher flag {arg!r}; launcher flags (--cpu_fallback) '
-          'come before the program, the program\'s own flags after it.')
+          f'unknown launcher flag {arg!r}; launcher flags (--cpu_fallback, '
+          '--peer_timeout_secs) come before the program, the program\'s own '
+          'flags after it.')
     else:
-      return cpu_fallback, 'path', arg, args[i + 1:]
+      return Launch(cpu_fallback, 'path', arg, args[i + 1:], peer_timeout)
     i += 1
   raise UsageError('no program given: name a script (their_main.py) or a '
                    'module (-m their.package.main).')
@@ -80,8 +102,9 @@ def _say(message):
   print(f'trainer.legacy: {message}', file=sys.stderr, flush=True)
 
 
-def _prepare(cpu_fallback):
-  """Installs the facade (TF >= 2.16) and --cpu_fallback; says what it did."""
+def _prepare(cpu_fallback, peer_timeout_secs):
+  """Installs the facade (TF >= 2.16), --cpu_fallback and the peer timeout
+  of a chief/worker job; says what it did."""
   startup.select_keras()
   if not startup.wants_verbose(sys.argv):  # TF 2.21 logs every placement.
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
@@ -97,6 +120,22 @@ def _prepare(cpu_fallback):
          'Estimator unchanged.')
   if cpu_fallback:
     cluster.install_fallback()
+  _configure_peers(peer_timeout_secs)
+
+
+def _configure_peers(timeout_secs):
+  """Before the program makes its MultiWorkerMirroredStrategy: a lost peer
+  fails the others after `timeout_secs`. Not for jobs with parameter
+  servers (Estimator's own distributed training, no coordination service)."""
+  raw = os.environ.get('TF_CONFIG', '')
+  try:
+    has_ps = bool(json.loads(raw).get('cluster', {}).get('ps')) if raw else False
+  except (ValueError, AttributeError):
+    return  # The program's own TF_CONFIG error is clearer.
+  if has_ps:
+    return
+  from trainer.tf2 import strategy  # pylint: disable=g-import-not-at-top
+  strategy.configure_peer_timeout(timeout_secs)
 
 
 def _run(kind, target, program_args):
@@ -121,11 +160,11 @@ def _run(kind, target, program_args):
 def main(argv):
   """Runs the program argv names; returns an exit status (2: usage error)."""
   try:
-    cpu_fallback, kind, target, program_args = parse(argv)
-    if kind == 'path' and not os.path.isfile(target):
-      raise UsageError(f'program file {target} does not exist.')
-    _prepare(cpu_fallback)
-    _run(kind, target, program_args)
+    launch = parse(argv)
+    if launch.kind == 'path' and not os.path.isfile(launch.target):
+      raise UsageError(f'program file {launch.target} does not exist.')
+    _prepare(launch.cpu_fallback, launch.peer_timeout_secs)
+    _run(launch.kind, launch.target, launch.program_args)
   except UsageError as e:
     print(f'trainer.legacy: error: {e}\n{USAGE}', file=sys.stderr, end='')
     return 2

@@ -16,6 +16,7 @@ from absl import logging
 import tensorflow as tf
 
 from trainer import tpu_cluster
+from trainer.compat import tf_private
 
 
 def split_cpu(num_devices):
@@ -68,6 +69,24 @@ def is_chief_task(tf_config=None):
   return kind == 'worker' and index == 0 and not config['cluster'].get('chief')
 
 
+def configure_peer_timeout(timeout_secs, tf_config=None):
+  """In a TF_CONFIG job of several workers, makes a worker that stops
+  sending heartbeats (killed, host lost) count as lost after `timeout_secs`,
+  when the others' collectives fail (guard/peers.py names it). Call before
+  the MultiWorkerMirroredStrategy is made; None or 0: TensorFlow's default
+  (10 s). True when it configured the job."""
+  if not timeout_secs:
+    return False
+  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+  if cluster_workers(raw) <= 1:
+    return False
+  cluster = tf.train.ClusterSpec(json.loads(raw)['cluster'])
+  done = tf_private.configure_peer_heartbeat(cluster, timeout_secs)
+  if done:
+    logging.info('peer heartbeat timeout: %s s', timeout_secs)
+  return done
+
+
 def make_strategy(params):
   """(strategy, kind) for params; kind names the choice for logs and tests."""
   if params['use_tpu']:
@@ -76,6 +95,7 @@ def make_strategy(params):
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
   if cluster_workers() > 1:
+    configure_peer_timeout(params.get('peer_timeout_secs'))
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'
   num_cpu = params.get('num_cpu_devices', 1)
   split_cpu(num_cpu)
