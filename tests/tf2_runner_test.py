@@ -154,7 +154,8 @@ def test_resnet_bfloat16_batch_norm_on_two_replicas(tmp_path):
       ['--runner=tf2', '--num_cpu_devices=2', '--model=resnet',
        '--resnet_depth=18', '--resnet_stem=small', '--precision=bfloat16',
        '--mode=train', '--train_steps=2', '--iterations_per_loop=2',
-       '--train_batch_size=8', '--num_cores=1', f'--model_dir={model_dir}'])
+       '--train_batch_size=8', '--image_size=8', '--num_cores=1',
+       f'--model_dir={model_dir}'])
   assert result.returncode == 0, result.stderr[-3000:]
   reader = tf.train.load_checkpoint(str(model_dir))
   dtypes = reader.get_variable_to_dtype_map()

@@ -63,17 +63,13 @@ def test_estimator_and_another_runner_agree(tmp_path, args, steps, precision):
   _check_ok(result, plot, steps, precision)
 
 
+# Not compared here: ResNet-18 in bfloat16 on 2 replicas, where on some CPUs
+# (this 2-core AVX2 machine, deterministically) the runners part at step 3
+# (|dloss| 3.2e-2 > 1.8e-2; float32 agrees to 5e-7). Open; a check that
+# passes either way (a non-strict xfail) would prove nothing.
 @pytest.mark.parametrize('args,steps,precision', [
     (['--steps=20', '--precision=bfloat16'], 20, 'bfloat16'),
-    pytest.param(
-        RESNET18 + ['--precision=bfloat16', '--num_cpu_devices=2'], 3,
-        'bfloat16', marks=pytest.mark.xfail(strict=False, reason=(
-            'open: on some CPUs (this 2-core AVX2 machine, deterministically, '
-            'oneDNN on or off) the two runners part in bfloat16 with 2 '
-            'replicas at step 3 (|dloss| 3.2e-2 > 1.8e-2, batch-norm moving '
-            'statistics 0.135 of their movement apart; float32 agrees to '
-            '5e-7); it passed on the previous CI machine'))),
-], ids=['mlp_bf16', 'resnet18_bf16_2_replicas'])
+], ids=['mlp_bf16'])
 @pytest.mark.skipif(testutil.HAS_ESTIMATOR, reason=(
     'the native runner is the TF2-native end of the path: compared with the '
     'tf2 runner on the modern lane'))

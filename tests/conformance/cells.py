@@ -336,10 +336,7 @@ CELLS = [
          quiet((T3, E, P))),
     Cell('rep2_init_from_checkpoint', 'replicas', 'init_from_checkpoint first '
          'in the model_fn (a no-op in TF1), every mode, 2 replicas',
-         {'init_from_checkpoint': 'model_fn'}, _REP2, quiet((T3, E, P)),
-         differs=_gaps((
-             'evaluate() fails with ValueError: Variable dense/kernel does '
-             'not exist, or was not created with tf.get_variable()'))),
+         {'init_from_checkpoint': 'model_fn'}, _REP2, quiet((T3, E, P))),
     Cell('rep2_adam', 'replicas', 'Adam, 2 replicas', {'optimizer': 'adam'},
          _REP2, quiet((T3,))),
     Cell('rep2_export', 'replicas', 'export after 2-replica training',

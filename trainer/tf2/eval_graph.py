@@ -208,12 +208,15 @@ def _device(name):
 class EvalGraph:
   """One trace of `replica_fn` on every replica; update() and values()."""
 
-  def __init__(self, strategy, replica_fn, spec):
+  def __init__(self, strategy, replica_fn, spec, run_replicas=None):
     """replica_fn(features, labels, replica) -> (fetches, updates, values):
     what a batch fetches (a structure of tensors), the ops it runs, and the
     {name: tensor} read once at the end; called in each replica's context.
-    spec: the TypeSpec structure of a batch (joined_spec)."""
+    spec: the TypeSpec structure of a batch (joined_spec). run_replicas(fn,
+    args): how to run fn on every replica (default strategy.run)."""
     self._strategy = strategy
+    self._run_replicas = run_replicas or (
+        lambda fn, args: strategy.run(fn, args=args))
     self._replica_fn = replica_fn
     self._spec = spec
     self._flat_spec = tf.nest.flatten(spec, expand_composites=True)
@@ -245,8 +248,8 @@ class EvalGraph:
     batch = tf.nest.pack_sequence_as(self._spec, list(flat),
                                      expand_composites=True)
     features, labels = model_fn_adapter.features_labels(batch)
-    self._strategy.run(tf.autograph.experimental.do_not_convert(self._record),
-                       args=(features, labels))
+    self._run_replicas(tf.autograph.experimental.do_not_convert(self._record),
+                       (features, labels))
     return []
 
   def _record(self, features, labels):

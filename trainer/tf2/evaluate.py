@@ -31,6 +31,7 @@ call's hooks (hooks.py).
 """
 
 import contextlib
+import functools
 
 import tensorflow as tf
 
@@ -110,15 +111,19 @@ class _OneDeviceSteps:
     spec = eval_graph.joined_spec(
         getattr(dataset, 'element_spec', None), batch,
         1 if self._per_replica else runner.num_replicas)
+    run_replicas = functools.partial(runner.module.run_replicas,
+                                     self._strategy)
     try:  # Variables made in an earlier trace (training's, an evaluation's).
       with eval_graph.no_new_variables(), runner.scope():
         self._graph = eval_graph.EvalGraph(self._strategy,
-                                           evaluation.replica_fetches, spec)
+                                           evaluation.replica_fetches, spec,
+                                           run_replicas)
     except eval_graph.NewVariableError:
       self._make_variables(spec)
       with runner.scope():
         self._graph = eval_graph.EvalGraph(self._strategy,
-                                           evaluation.replica_fetches, spec)
+                                           evaluation.replica_fetches, spec,
+                                           run_replicas)
 
   def _batches(self, element):
     if self._per_replica:
@@ -137,8 +142,8 @@ class _OneDeviceSteps:
     def make(*flat):
       batch = tf.nest.pack_sequence_as(spec, list(flat),
                                        expand_composites=True)
-      strategy.run(model_fn_adapter.plain(replica),
-                   args=model_fn_adapter.features_labels(batch))
+      runner.module.run_replicas(strategy, model_fn_adapter.plain(replica),
+                                 model_fn_adapter.features_labels(batch))
 
     with eval_graph.eager_variables(), runner.scope():
       tf.function(make, autograph=False).get_concrete_function(
@@ -311,8 +316,8 @@ class Evaluation:
 
     def fn(element):
       features, labels = model_fn_adapter.features_labels(element)
-      outputs = strategy.run(model_fn_adapter.plain(replica_fn),
-                             args=(features, labels))
+      outputs = self.runner.module.run_replicas(
+          strategy, model_fn_adapter.plain(replica_fn), (features, labels))
 
       def first(value):  # Already combined across replicas (merge_call).
         return strategy.experimental_local_results(value)[0]

@@ -203,6 +203,17 @@ class ModelFnModule(tf.Module):
     return fresh_collections(self.collections)
 
   @_track_tf1_style_variables
+  def run_replicas(self, strategy, fn, args):
+    """strategy.run(fn, args=args) with this module's get_variable store
+    held by the calling thread. MirroredStrategy calls fn in one thread per
+    replica; each call sets the store as the graph's and, when it ends,
+    puts back what it found. Held here, that is the store itself, so the
+    first replica to finish cannot take it from the others (whose
+    get_variable after a merge_call, e.g. after init_from_checkpoint at the
+    top of the model_fn, would miss every variable)."""
+    return strategy.run(fn, args=args)
+
+  @_track_tf1_style_variables
   def run_in_variable_store(self, fn, *args):
     """fn(*args) with this module's get_variable store and TF1 semantics.
 

@@ -173,8 +173,8 @@ class Training:
     steps = [make_step()]
 
     def run_step(element):
-      return strategy.run(
-          steps[-1], args=model_fn_adapter.features_labels(element))
+      return runner.module.run_replicas(
+          strategy, steps[-1], model_fn_adapter.features_labels(element))
 
     self._hooks_in_trace = False  # Hooks begin once the session exists.
     with self._scope():
