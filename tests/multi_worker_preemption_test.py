@@ -156,19 +156,19 @@ def test_a_killed_worker_stops_the_other_naming_it(tmp_path):
 _HEARTBEAT_PROBE = """
 import json, os, sys
 from tensorflow.python.eager import context
-from trainer.tf2 import strategy
+from trainer import tf_config
 cluster = {'worker': ['127.0.0.1:1', '127.0.0.1:2']}
 os.environ['TF_CONFIG'] = json.dumps({'cluster': cluster,
                                       'task': {'type': 'worker', 'index': 1}})
-assert not strategy.configure_peer_timeout(0)
+assert not tf_config.configure_peer_timeout(0)
 assert context.context().coordination_service is None
-assert not strategy.configure_peer_timeout(7, tf_config=json.dumps(
+assert not tf_config.configure_peer_timeout(7, tf_config=json.dumps(
     {'cluster': {'worker': ['127.0.0.1:1']}}))
-assert strategy.configure_peer_timeout(7)
+assert tf_config.configure_peer_timeout(7)
 config = context.context().coordination_service
 print(config.heartbeat_timeout_in_ms, config.service_leader,
       [(j.name, j.num_tasks) for j in config.coordinated_job_list])
-assert not strategy.configure_peer_timeout(9)   # set once, kept
+assert not tf_config.configure_peer_timeout(9)   # set once, kept
 """
 
 

@@ -10,7 +10,7 @@ from trainer.guard import checkpoint_recovery
 from trainer.guard import fingerprint
 from trainer.guard import lock
 from trainer.guard import preemption
-from trainer.tf2 import strategy as strategy_lib
+from trainer import tf_config
 
 TRAINING_MODES = ('train', 'train_and_evaluate')
 _SPLITS = {  # mode -> splits read, as tfrecord's `training` argument.
@@ -49,7 +49,7 @@ def guarded(params):
       fingerprint.check(params, training=False)
       yield
       return
-    if not strategy_lib.is_chief_task():  # Multi-worker: the chief guards.
+    if not tf_config.is_chief_task():  # Multi-worker: the chief guards.
       fingerprint.check(params, training=False)
       with preemption.handling_sigterm():  # Every worker stops on SIGTERM.
         yield

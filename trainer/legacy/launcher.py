@@ -134,8 +134,8 @@ def _configure_peers(timeout_secs):
     return  # The program's own TF_CONFIG error is clearer.
   if has_ps:
     return
-  from trainer.tf2 import strategy  # pylint: disable=g-import-not-at-top
-  strategy.configure_peer_timeout(timeout_secs)
+  from trainer import tf_config  # pylint: disable=g-import-not-at-top
+  tf_config.configure_peer_timeout(timeout_secs)
 
 
 def _run(kind, target, program_args):

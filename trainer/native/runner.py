@@ -42,6 +42,7 @@ import tensorflow as tf
 from trainer import driver
 from trainer import loop
 from trainer import params as params_lib
+from trainer import tf_config
 from trainer.compat import op_seeds
 from trainer.guard import nonfinite
 from trainer.native import checkpoints
@@ -135,9 +136,9 @@ class NativeRunner:
     self._input_fns = _input_fns(input_fn, params)
     self._on_loop_end = on_loop_end
     self.model_dir = params['model_dir']
-    if not strategy_lib.is_chief_task():  # Keeps its own copy, apart.
+    if not tf_config.is_chief_task():  # Keeps its own copy, apart.
       self.model_dir = os.path.join(params['model_dir'],
-                                    f'worker-{strategy_lib.task_index()}')
+                                    f'worker-{tf_config.task_index()}')
     self._policy = loop.policy_for(params)
     self._summaries = native_summaries.TrainingSummaries(
         self.model_dir, params['save_summary_steps'],

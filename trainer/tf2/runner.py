@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from trainer import controller
 from trainer import loop
+from trainer import tf_config
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import estimator_calls
 from trainer.compat import op_seeds
@@ -94,9 +95,9 @@ class Tf2Runner:
         raise ValueError(f'--{key}={params[key]} must be divisible by the '
                          f'{self.num_replicas} replicas of the tf2 runner.')
     self.model_dir = params['model_dir']
-    if not strategy_lib.is_chief_task():  # Keeps its own copy, apart.
+    if not tf_config.is_chief_task():  # Keeps its own copy, apart.
       self.model_dir = os.path.join(params['model_dir'],
-                                    f'worker-{strategy_lib.task_index()}')
+                                    f'worker-{tf_config.task_index()}')
     with self.strategy.scope():
       self.module = model_fn_adapter.ModelFnModule(model_fn, config=config)
     self.checkpoints = name_checkpoints.ModuleCheckpoints(

@@ -8,15 +8,13 @@
   otherwise              -> the default (one-device) strategy
 """
 
-import json
-import os
 import weakref
 
 from absl import logging
 import tensorflow as tf
 
+from trainer import tf_config
 from trainer import tpu_cluster
-from trainer.compat import tf_private
 
 
 def split_cpu(num_devices):
@@ -40,53 +38,6 @@ def split_cpu(num_devices):
           f'{have} CPU device(s) in this process: {e}') from e
 
 
-def cluster_workers(tf_config=None):
-  """Number of chief + worker tasks named by TF_CONFIG (0 without it)."""
-  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
-  if not raw:
-    return 0
-  try:
-    cluster = json.loads(raw).get('cluster', {})
-  except ValueError as e:
-    raise ValueError(f'TF_CONFIG is not valid JSON: {e}') from e
-  return len(cluster.get('chief', [])) + len(cluster.get('worker', []))
-
-
-def is_chief_task(tf_config=None):
-  """True unless TF_CONFIG names this process a non-chief task of a cluster.
-
-  The chief is task 'chief', or 'worker' 0 when the cluster has no chief.
-  Reads only the environment, so it works before TensorFlow starts.
-  """
-  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
-  if cluster_workers(raw) <= 1:
-    return True
-  config = json.loads(raw)
-  task = config.get('task', {})
-  kind, index = task.get('type'), int(task.get('index', 0))
-  if kind == 'chief':
-    return True
-  return kind == 'worker' and index == 0 and not config['cluster'].get('chief')
-
-
-def configure_peer_timeout(timeout_secs, tf_config=None):
-  """In a TF_CONFIG job of several workers, makes a worker that stops
-  sending heartbeats (killed, host lost) count as lost after `timeout_secs`,
-  when the others' collectives fail (guard/peers.py names it). Call before
-  the MultiWorkerMirroredStrategy is made; None or 0: TensorFlow's default
-  (10 s). True when it configured the job."""
-  if not timeout_secs:
-    return False
-  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
-  if cluster_workers(raw) <= 1:
-    return False
-  cluster = tf.train.ClusterSpec(json.loads(raw)['cluster'])
-  done = tf_private.configure_peer_heartbeat(cluster, timeout_secs)
-  if done:
-    logging.info('peer heartbeat timeout: %s s', timeout_secs)
-  return done
-
-
 def make_strategy(params):
   """(strategy, kind) for params; kind names the choice for logs and tests."""
   if params['use_tpu']:
@@ -94,8 +45,8 @@ def make_strategy(params):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
-  if cluster_workers() > 1:
-    configure_peer_timeout(params.get('peer_timeout_secs'))
+  if tf_config.cluster_workers() > 1:
+    tf_config.configure_peer_timeout(params.get('peer_timeout_secs'))
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'
   num_cpu = params.get('num_cpu_devices', 1)
   split_cpu(num_cpu)
@@ -181,11 +132,3 @@ def input_host_device(strategy):
     return '/job:localhost/replica:0/task:0/device:CPU:0'
   spec = tf.DeviceSpec.from_string(worker)
   return spec.replace(device_type='CPU', device_index=0).to_string()
-
-
-def task_index(tf_config=None):
-  """This task's index in TF_CONFIG (0 without a cluster)."""
-  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
-  if not raw:
-    return 0
-  return int(json.loads(raw).get('task', {}).get('index', 0))

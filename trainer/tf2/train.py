@@ -34,6 +34,7 @@ from tensorflow.core.framework import tensor_pb2
 
 from trainer import driver
 from trainer import profiling
+from trainer import tf_config
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import tf_private
 
@@ -138,7 +139,7 @@ class Training:
           params.get('log_step_count_steps', 100),
           compiled=runner.jit or runner.strategy_kind == 'tpu')
       chief_hooks = list(spec.chief_hooks) if (
-          strategy_lib.is_chief_task()) else []
+          tf_config.is_chief_task()) else []
       user_hooks = chief_hooks + list(self._call_hooks) + list(spec.hooks)
       hook_runner = hooks_lib.HookRunner(
           [_ListenersHook(self)] + chief_hooks + default_hooks +
