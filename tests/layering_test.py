@@ -9,6 +9,8 @@ flags.py) and its imports, function-level ones and
     package; library packages (runners, guard, compat, model_fn, input_fn)
     never import the facade (trainer.legacy) or an entry point; only entry
     points install the facade (trainer.legacy.install);
+  * only trainer/compat imports TF's private modules (tensorflow.python,
+    tf_keras.src, ...);
   * importing every library module in a fresh TF >= 2.16 interpreter
     leaves `tf.estimator` absent (no import-time patching; the estimator
     runner, which needs the real one, and the facade are not imported).
@@ -77,6 +79,23 @@ def _imported_names(tree):
           getattr(node.func, 'attr', getattr(node.func, 'id', None)) ==
           'import_module'):
       yield node.args[0].value
+
+
+# (tensorflow.core holds the protocol buffers, a stable wire format.)
+_PRIVATE_TF = ('tensorflow.python', 'tensorflow.compiler', 'tensorflow.tsl',
+               'tf_keras.src', 'keras.src')
+
+
+def _private_tf_imports():
+  """{module: sorted private TF modules it imports}."""
+  found = {}
+  for module, path in _modules().items():
+    with open(path) as f:
+      names = set(_imported_names(ast.parse(f.read(), path)))
+    private = sorted(n for n in names if n.startswith(_PRIVATE_TF))
+    if private:
+      found[module] = private
+  return found
 
 
 def _graph():
@@ -159,6 +178,13 @@ def test_only_entry_points_install_the_facade():
                       not m.startswith('trainer.legacy') and
                       m not in ENTRY_POINTS)
   assert not installers, installers
+
+
+def test_only_compat_touches_tf_internals():
+  outside = {m: names for m, names in _private_tf_imports().items()
+             if not m.startswith('trainer.compat.')}
+  assert not outside, f'move these into trainer/compat: {outside}'
+  assert 'trainer.compat.tf_private' in _private_tf_imports()
 
 
 def test_the_checks_catch_a_cycle_and_an_upward_import():

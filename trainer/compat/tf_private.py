@@ -1,4 +1,9 @@
-"""The only module that relies on private or version-dependent TF internals.
+"""Private or version-dependent TF internals the runners read or call.
+
+Every module that touches TF internals lives in trainer/compat (kept so by
+tests/layering_test.py): this one for what the runners read and call, and
+checkpoint_init, facade_private, iterator_capture, op_seeds and
+tf1_semantics for the TF1 behaviours they reproduce or patch in.
 
 Six things the tf2 runner needs have no public API:
   * the Estimator's loss scaling: a tf.compat.v1 optimizer divides the loss

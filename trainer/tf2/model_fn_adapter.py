@@ -24,7 +24,7 @@ TF1 graph gives it, so checkpoints move between runners:
     moving averages) get MEAN aggregation so MirroredStrategy accepts them;
   * tf.compat.v1.train.init_from_checkpoint, in the model_fn or in a
     scaffold_fn, is recorded in `checkpoint_inits` for the runner's load,
-    which applies it only when there is no checkpoint (checkpoint_init.py).
+    which applies it only when there is no checkpoint (trainer/compat/checkpoint_init.py).
 """
 
 import collections
@@ -40,7 +40,7 @@ from trainer.compat import graph_collections
 from trainer.compat import op_seeds
 from trainer.compat import tf1_semantics
 from trainer.compat import tf_private
-from trainer.tf2 import checkpoint_init
+from trainer.compat import checkpoint_init
 
 _v1 = tf.compat.v1
 _NONE = tf.VariableAggregation.NONE

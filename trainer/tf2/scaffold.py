@@ -9,7 +9,7 @@ Scaffold itself) in every mode and gives the Scaffold to its session:
     replica (an eager Saver takes no distributed variable: it restores each
     one's first copy, which is then mirrored to the others);
   * without one, variables get their initializers, including those
-    init_from_checkpoint set (checkpoint_init.py), then the Scaffold's
+    init_from_checkpoint set (trainer/compat/checkpoint_init.py), then the Scaffold's
     init_op and init_fn run (warm starts).
 `load` does the same without a Session. A saver made inside the traced
 model_fn is rebuilt outside it (tf1_semantics.eager_saver), also where an
@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from trainer.api import errors
 from trainer.compat import tf1_semantics
-from trainer.tf2 import checkpoint_init
+from trainer.compat import checkpoint_init
 from trainer.tf2 import hooks as hooks_lib
 
 
