@@ -18,8 +18,10 @@ import tensorflow as tf
 
 from tests import testutil
 from trainer.api import specs
+from trainer.legacy import early_stopping
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export as export_lib
+from trainer.legacy import extenders
 from trainer.legacy import run_config
 from trainer.legacy import training
 
@@ -37,7 +39,10 @@ def _facade():
       TPUEstimatorSpec=specs.TPUEstimatorSpec,
       ServingInputReceiver=export_lib.ServingInputReceiver,
       TrainSpec=training.TrainSpec, EvalSpec=training.EvalSpec,
-      train_and_evaluate=training.train_and_evaluate)
+      train_and_evaluate=training.train_and_evaluate,
+      BestExporter=training.BestExporter, add_metrics=extenders.add_metrics,
+      stop_if_higher_hook=early_stopping.stop_if_higher_hook,
+      stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook)
 
 
 def _real():
@@ -49,7 +54,11 @@ def _real():
       EstimatorSpec=est.EstimatorSpec, TPUEstimatorSpec=tpu.TPUEstimatorSpec,
       ServingInputReceiver=est.export.ServingInputReceiver,
       TrainSpec=est.TrainSpec, EvalSpec=est.EvalSpec,
-      train_and_evaluate=est.train_and_evaluate)
+      train_and_evaluate=est.train_and_evaluate,
+      BestExporter=est.BestExporter, add_metrics=tf.estimator.add_metrics,
+      stop_if_higher_hook=tf.estimator.experimental.stop_if_higher_hook,
+      stop_if_no_decrease_hook=(
+          tf.estimator.experimental.stop_if_no_decrease_hook))
 
 
 _API = None  # The API of the running test (set by the `api` fixture).
@@ -573,3 +582,76 @@ def test_checkpoint_seconds_and_keep_max(tmp_path, api):
   assert _checkpoint_steps(hourly.model_dir) == [7, 10]  # Keeps 2.
   assert not tf.io.gfile.glob(os.path.join(hourly.model_dir,
                                            'model.ckpt-0.*'))
+
+
+def test_add_metrics_adds_eval_metrics_only(tmp_path, api):
+  def metric_fn(labels, predictions, features, config):
+    assert config.model_dir == str(tmp_path / 'model')
+    del predictions  # None: the EVAL spec has none.
+    return {'mean_label': v1.metrics.mean(tf.cast(labels, tf.float32)),
+            'mean_x': v1.metrics.mean(features['x'])}
+
+  est = api.add_metrics(_estimator(tmp_path), metric_fn)
+  est.train(train_input_fn, max_steps=5)
+  metrics = est.evaluate(eval_input_fn)
+  labels = _examples(24, 2)[1].numpy()
+  assert metrics['mean_label'] == pytest.approx(labels.mean())
+  assert set(metrics) == {'loss', 'global_step', 'mean_label', 'mean_x'}
+  assert [s for s, _ in _events(est.eval_dir(), 'mean_label')] == [5]
+  with pytest.raises(ValueError, match='not expected args'):
+    api.add_metrics(est, lambda labels, logits: {})
+
+
+def _serving_input_fn():
+  x = v1.placeholder(tf.float32, [None, 4], name='x')
+  return _API.ServingInputReceiver({'x': x}, {'x': x})
+
+
+def test_best_exporter_exports_when_the_loss_improves(tmp_path, api):
+  # Evaluations at steps 5, 10, 15 with a loss made to rise after the
+  # first: only the first exports; keep 1.
+  def rising_loss(best_eval_result, current_eval_result):
+    return current_eval_result['global_step'] > 100  # Never better.
+
+  exporters = [api.BestExporter('best', _serving_input_fn,
+                                exports_to_keep=1),
+               api.BestExporter('never', _serving_input_fn,
+                                compare_fn=rising_loss)]
+  est = _estimator(tmp_path)
+  _, exports = api.train_and_evaluate(
+      est, api.TrainSpec(train_input_fn, max_steps=15),
+      api.EvalSpec(eval_input_fn, throttle_secs=0, exporters=exporters))
+  base = os.path.join(est.model_dir, 'export')
+  assert len(os.listdir(os.path.join(base, 'best'))) == 1
+  assert len(os.listdir(os.path.join(base, 'never'))) == 1  # The first.
+  assert len(exports) == 2  # The last evaluation's results, one each.
+  with pytest.raises(ValueError, match='must include current_eval_result'):
+    api.BestExporter('x', _serving_input_fn, compare_fn=lambda
+                     best_eval_result: True)
+
+
+def test_early_stopping_hooks_read_eval_events_and_stop(tmp_path, api):
+  est = _estimator(tmp_path)
+
+  def hook(make, *args, **kwargs):
+    return make(est, 'loss', *args, run_every_secs=None, run_every_steps=1,
+                **kwargs)
+
+  # No evaluation yet: nothing to stop on. The hook's variable is saved
+  # (Estimator's restore fails on a checkpoint made without it).
+  est.train(train_input_fn, max_steps=5,
+            hooks=[hook(api.stop_if_higher_hook, 0.0)])
+  assert est.get_variable_value('global_step') == 5
+  assert not est.get_variable_value('signal_early_stopping/STOP')
+  loss = est.evaluate(eval_input_fn)['loss']
+  # With a min_steps beyond every evaluation it never stops.
+  est.train(train_input_fn, max_steps=7, hooks=[
+      hook(api.stop_if_no_decrease_hook, 0, min_steps=10**6)])
+  assert est.get_variable_value('global_step') == 7
+  # The evaluation at step 5 is above the threshold: the first check stops.
+  est.train(train_input_fn, max_steps=50,
+            hooks=[hook(api.stop_if_higher_hook, loss - 1.0)])
+  assert est.get_variable_value('global_step') == 8
+  assert est.get_variable_value('signal_early_stopping/STOP')
+  with pytest.raises(ValueError, match='Only one of'):
+    api.stop_if_higher_hook(est, 'loss', 0.0, run_every_steps=1)

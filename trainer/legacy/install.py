@@ -20,8 +20,10 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import estimator as estimator_compat
+from trainer.legacy import early_stopping
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export
+from trainer.legacy import extenders
 from trainer.legacy import hooks
 from trainer.legacy import inputs
 from trainer.legacy import run_config
@@ -100,11 +102,18 @@ def _namespaces():
       'train_and_evaluate': training.train_and_evaluate,
       'WarmStartSettings': estimator_lib.WarmStartSettings,
       'VocabInfo': estimator_lib.VocabInfo, 'Exporter': training.Exporter,
+      'BestExporter': training.BestExporter,
+      'add_metrics': extenders.add_metrics,
       'FinalExporter': training.FinalExporter,
       'LatestExporter': training.LatestExporter,
       **{n: getattr(hooks, n) for n in _HOOK_NAMES},
       **unsupported.stubs('tf.estimator')}
-  experimental = unsupported.stubs('tf.estimator.experimental')
+  experimental = {
+      **unsupported.stubs('tf.estimator.experimental'),
+      **{n: getattr(early_stopping, n) for n in (
+          'make_early_stopping_hook', 'stop_if_higher_hook',
+          'stop_if_lower_hook', 'stop_if_no_decrease_hook',
+          'stop_if_no_increase_hook')}}
   estimator_module = {
       'Estimator': estimator_lib.Estimator,
       'EstimatorV2': estimator_lib.Estimator,
@@ -142,8 +151,14 @@ def _namespaces():
                        'TaskType': run_config.TaskType}, False),
       '.training': ({n: v2[n] for n in ('TrainSpec', 'EvalSpec',
                                         'train_and_evaluate')}, False),
-      '.exporter': ({n: v2[n] for n in ('Exporter', 'FinalExporter',
-                                        'LatestExporter')}, False),
+      '.extenders': ({'add_metrics': extenders.add_metrics}, False),
+      '.early_stopping': ({'read_eval_metrics':
+                               early_stopping.read_eval_metrics,
+                           **{n: experimental[n] for n in experimental
+                              if 'stop' in n}}, False),
+      '.exporter': ({n: v2[n] for n in ('BestExporter', 'Exporter',
+                                        'FinalExporter', 'LatestExporter')},
+                    False),
       '.export': (export_names, True),
       '.export.export': (export_names, False),
       '.export.export_lib': (export_names, False),

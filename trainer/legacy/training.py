@@ -19,6 +19,7 @@ import time
 from absl import logging
 import tensorflow as tf
 
+from trainer.compat import estimator_calls
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
@@ -174,12 +175,92 @@ class LatestExporter(FinalExporter):
              is_the_final_export):
     path = super().export(estimator, export_path, checkpoint_path,
                           eval_result, True)
-    if self._keep:
-      exports = sorted(d for d in tf.io.gfile.listdir(export_path)
-                       if d.strip('/').isdigit())
-      for old in exports[:-self._keep]:
-        tf.io.gfile.rmtree(os.path.join(export_path, old.strip('/')))
+    _keep_newest(export_path, self._keep)
     return path
+
+
+def _loss_smaller(best_eval_result, current_eval_result):
+  """BestExporter's default compare_fn: the current loss is smaller."""
+  for which, result in (('best_eval_result', best_eval_result),
+                        ('current_eval_result', current_eval_result)):
+    if not result or 'loss' not in result:
+      raise ValueError(f'{which} cannot be empty or no loss is found in it.')
+  return best_eval_result['loss'] > current_eval_result['loss']
+
+
+def _check_compare_fn(compare_fn):
+  if compare_fn is None:
+    raise ValueError('`compare_fn` must not be None.')
+  args = set(estimator_calls.fn_args(compare_fn))
+  expected = {'best_eval_result', 'current_eval_result'}
+  for name in sorted(expected - args):
+    raise ValueError(f'compare_fn ({compare_fn}) must include {name} '
+                     'argument.')
+  if args - expected:
+    raise ValueError(f'compare_fn ({compare_fn}) has following not expected '
+                     f'args: {sorted(args - expected)}')
+
+
+class BestExporter(FinalExporter):
+  """Exports after an evaluation whose result compare_fn finds better than
+  the best so far (the first evaluation of a run always exports); keeps the
+  newest `exports_to_keep`. The best so far starts from the evaluation
+  events already in model_dir (event_file_pattern), as Estimator's does."""
+
+  def __init__(self, name='best_exporter', serving_input_receiver_fn=None,
+               event_file_pattern='eval/*.tfevents.*',
+               compare_fn=_loss_smaller, assets_extra=None, as_text=False,
+               exports_to_keep=5):
+    super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
+    _check_compare_fn(compare_fn)
+    if exports_to_keep is not None and exports_to_keep <= 0:
+      raise ValueError(
+          '`exports_to_keep`, if provided, must be a positive number. Got '
+          f'{exports_to_keep}')
+    self._compare_fn = compare_fn
+    self._event_file_pattern = event_file_pattern
+    self._keep = exports_to_keep
+    self._model_dir = None
+    self._best = None
+    self._has_exported = False
+
+  def _best_in_events(self, pattern):
+    best = None
+    for path in tf.io.gfile.glob(pattern):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        result = {value.tag: value.simple_value
+                  for value in event.summary.value
+                  if value.HasField('simple_value')}
+        if result and (best is None or self._compare_fn(best, result)):
+          best = result
+    return best
+
+  def export(self, estimator, export_path, checkpoint_path, eval_result,
+             is_the_final_export):
+    if self._model_dir != estimator.model_dir and self._event_file_pattern:
+      self._model_dir = estimator.model_dir
+      self._best = self._best_in_events(
+          os.path.join(self._model_dir, self._event_file_pattern))
+    if not (self._best is None or not self._has_exported or
+            self._compare_fn(best_eval_result=self._best,
+                             current_eval_result=eval_result)):
+      return None
+    self._best = eval_result
+    path = super().export(estimator, export_path, checkpoint_path,
+                          eval_result, True)
+    _keep_newest(export_path, self._keep)
+    self._has_exported = True
+    return path
+
+
+def _keep_newest(export_path, keep):
+  """Deletes all but the `keep` newest timestamped exports (None: none)."""
+  if not keep:
+    return
+  exports = sorted(d.strip('/') for d in tf.io.gfile.listdir(export_path)
+                   if len(d.strip('/')) == 10 and d.strip('/').isdigit())
+  for old in exports[:-keep]:
+    tf.io.gfile.rmtree(os.path.join(export_path, old))
 
 
 class _Evaluator:

@@ -24,9 +24,6 @@ _HEAD = ('Estimator heads compute losses and metrics for canned Estimators',
 _FEATURE_COLUMNS = (
     'it builds tf.feature_column parsing specs for canned Estimators',
     'write the tf.io.parse_example feature spec yourself')
-_EARLY_STOP = (
-    'early-stopping hooks read eval results inside a Session',
-    'loop over train(steps=N) / evaluate() and stop on the returned metrics')
 # (API, why, alternative), by the name it has under tf.estimator or
 # tf.compat.v1.estimator.
 APIS = {
@@ -46,13 +43,6 @@ APIS = {
         'PoissonRegressionHead', 'RegressionHead')},
     'tf.estimator.classifier_parse_example_spec': _FEATURE_COLUMNS,
     'tf.estimator.regressor_parse_example_spec': _FEATURE_COLUMNS,
-    'tf.estimator.add_metrics': (
-        'it wraps an Estimator\'s model_fn with metric ops evaluated in a '
-        'Session', 'add the metrics to your model_fn\'s eval_metrics'),
-    **{f'tf.estimator.experimental.{n}': _EARLY_STOP for n in (
-        'stop_if_higher_hook', 'stop_if_lower_hook',
-        'stop_if_no_decrease_hook', 'stop_if_no_increase_hook',
-        'make_early_stopping_hook')},
     'tf.estimator.experimental.make_stop_at_checkpoint_step_hook': (
         'it polls checkpoints from a hook inside a Session',
         'pass max_steps to train()'),
@@ -63,10 +53,6 @@ APIS = {
     'tf.estimator.experimental.build_raw_supervised_input_receiver_fn': (
         'supervised receivers serve TRAIN/EVAL SavedModels',
         'export the PREDICT graph with export_saved_model'),
-    'tf.estimator.BestExporter': (
-        'it reads eval events to choose exports',
-        'use tf.estimator.LatestExporter or FinalExporter, or export after '
-        'evaluate() when the metric improves'),
     'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
         'TPU embeddings need TPUEstimator\'s TPU-embedding infeed',
         'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '
