@@ -42,7 +42,9 @@ def _facade():
       train_and_evaluate=training.train_and_evaluate,
       BestExporter=training.BestExporter, add_metrics=extenders.add_metrics,
       stop_if_higher_hook=early_stopping.stop_if_higher_hook,
-      stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook)
+      stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,
+      make_stop_at_checkpoint_step_hook=(
+          early_stopping.make_stop_at_checkpoint_step_hook))
 
 
 def _real():
@@ -58,7 +60,9 @@ def _real():
       BestExporter=est.BestExporter, add_metrics=tf.estimator.add_metrics,
       stop_if_higher_hook=tf.estimator.experimental.stop_if_higher_hook,
       stop_if_no_decrease_hook=(
-          tf.estimator.experimental.stop_if_no_decrease_hook))
+          tf.estimator.experimental.stop_if_no_decrease_hook),
+      make_stop_at_checkpoint_step_hook=(
+          tf.estimator.experimental.make_stop_at_checkpoint_step_hook))
 
 
 _API = None  # The API of the running test (set by the `api` fixture).
@@ -655,3 +659,7 @@ def test_early_stopping_hooks_read_eval_events_and_stop(tmp_path, api):
   assert est.get_variable_value('signal_early_stopping/STOP')
   with pytest.raises(ValueError, match='Only one of'):
     api.stop_if_higher_hook(est, 'loss', 0.0, run_every_steps=1)
+  # The chief's stop-at-checkpoint-step hook is a StopAtStepHook.
+  est.train(train_input_fn, max_steps=50,
+            hooks=[api.make_stop_at_checkpoint_step_hook(est, 11)])
+  assert est.get_variable_value('global_step') == 11

@@ -1,5 +1,8 @@
 """tf.estimator.experimental's early-stopping hooks, under the facade.
 
+(Also make_stop_at_checkpoint_step_hook: the chief stops at `last_step`; any
+other worker once model_dir's checkpoint has reached it.)
+
 As Estimator's: a hook made by `make_early_stopping_hook` (and the four
 stop_if_* helpers built on it) calls `should_stop_fn` every
 `run_every_secs` or `run_every_steps` of training; when it returns True, it
@@ -13,10 +16,12 @@ estimator's, 'eval'), step by step, as `read_eval_metrics` returns them.
 import collections
 import operator
 import os
+import time
 
 from absl import logging
 import tensorflow as tf
 
+from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import hooks as hooks_lib
 
 _v1 = tf.compat.v1
@@ -186,3 +191,46 @@ def stop_if_no_decrease_hook(estimator, metric_name,
   return _no_improvement_hook(estimator, metric_name,
                               max_steps_without_decrease, False, eval_dir,
                               min_steps, run_every_secs, run_every_steps)
+
+
+class _StopAtCheckpointStepHook(hooks_lib.SessionRunHook):
+  """A non-chief worker's hook: stops once the checkpoint in model_dir has
+  reached last_step; rereads it at most every wait_after_file_check_secs."""
+
+  def __init__(self, model_dir, last_step, wait_after_file_check_secs=30):
+    if last_step is None:
+      raise ValueError('last_step must be specified.')
+    if model_dir is None:
+      raise ValueError('model_dir must be specified.')
+    self._model_dir = model_dir
+    self._last_step = last_step
+    self._wait_secs = wait_after_file_check_secs
+
+  def begin(self):
+    self._global_step = _v1.train.get_global_step()
+    if self._global_step is None:
+      raise RuntimeError(
+          'Global step should be created to use StopAtCheckpointStepHook.')
+
+  def before_run(self, run_context):
+    del run_context
+    return hooks_lib.SessionRunArgs(self._global_step)
+
+  def after_run(self, run_context, run_values):
+    if run_values.results + 1 < self._last_step:
+      return
+    if (estimator_lib.load_global_step_from_checkpoint_dir(self._model_dir)
+        >= self._last_step):
+      run_context.request_stop()
+    else:
+      time.sleep(self._wait_secs)
+
+
+def make_stop_at_checkpoint_step_hook(estimator, last_step,
+                                      wait_after_file_check_secs=30):
+  """StopAtStepHook(last_step) on the chief; elsewhere a hook that waits for
+  the chief's checkpoint at last_step."""
+  if estimator.config.is_chief:
+    return hooks_lib.StopAtStepHook(last_step=last_step)
+  return _StopAtCheckpointStepHook(estimator.model_dir, last_step,
+                                   wait_after_file_check_secs)

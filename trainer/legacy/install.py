@@ -111,7 +111,8 @@ def _namespaces():
   experimental = {
       **unsupported.stubs('tf.estimator.experimental'),
       **{n: getattr(early_stopping, n) for n in (
-          'make_early_stopping_hook', 'stop_if_higher_hook',
+          'make_early_stopping_hook', 'make_stop_at_checkpoint_step_hook',
+          'stop_if_higher_hook',
           'stop_if_lower_hook', 'stop_if_no_decrease_hook',
           'stop_if_no_increase_hook')}}
   estimator_module = {
@@ -155,7 +156,14 @@ def _namespaces():
       '.early_stopping': ({'read_eval_metrics':
                                early_stopping.read_eval_metrics,
                            **{n: experimental[n] for n in experimental
-                              if 'stop' in n}}, False),
+                              if n.startswith(('stop_if', 'make_early'))}},
+                          False),
+      '.hooks': ({'make_stop_at_checkpoint_step_hook':
+                      early_stopping.make_stop_at_checkpoint_step_hook},
+                 True),
+      '.hooks.hooks': ({'make_stop_at_checkpoint_step_hook':
+                            early_stopping.make_stop_at_checkpoint_step_hook},
+                       False),
       '.exporter': ({n: v2[n] for n in ('BestExporter', 'Exporter',
                                         'FinalExporter', 'LatestExporter')},
                     False),

@@ -43,9 +43,6 @@ APIS = {
         'PoissonRegressionHead', 'RegressionHead')},
     'tf.estimator.classifier_parse_example_spec': _FEATURE_COLUMNS,
     'tf.estimator.regressor_parse_example_spec': _FEATURE_COLUMNS,
-    'tf.estimator.experimental.make_stop_at_checkpoint_step_hook': (
-        'it polls checkpoints from a hook inside a Session',
-        'pass max_steps to train()'),
     'tf.estimator.experimental.InMemoryEvaluatorHook': (
         'it evaluates inside the training Session',
         'call evaluate() between train(steps=N) calls, or use '
