@@ -16,6 +16,7 @@
 # its TF 2.15 reference only by float rounding is re-judged by
 # scripts/corpus_rounding.py (relative 1e-5, never on a 2.15 lane; printed
 # as such; CORPUS_STRICT=1: not re-judged). docs/corpus.md has the figures.
+# A group whose runs all passed has its work dir deleted (CORPUS_KEEP=1: kept).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -58,6 +59,11 @@ for i in "${!pids[@]}"; do
     printf '%s\n' "$text"
   done < <(grep -v '^corpus: [0-9]* passed' "${outs[$i]}")
   passed=$((passed + p)); failed=$((failed + f))
+  # A passing group's work dir (1.5 to 5 GB of checkpoints) goes; a failing
+  # one's stays for its logs.
+  if [[ "$f" -eq 0 && -n "$work" && "${CORPUS_KEEP:-0}" != 1 ]]; then
+    rm -rf "$work"; echo "corpus: all passed, removed $work (CORPUS_KEEP=1 keeps it)"
+  fi
   rm -f "${outs[$i]}"
 done
 echo "corpus: $passed passed, $failed failed"

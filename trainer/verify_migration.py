@@ -134,7 +134,9 @@ def define_flags(argv=None):
   flags.DEFINE_string('plot', None,
                       'PNG of both loss curves. Default: WORK_DIR/losses.png.')
   flags.DEFINE_string('work_dir', None,
-                      'Checkpoints of both runs. Default: a new temp dir.')
+                      'Checkpoints of both runs, kept. Default: a new temp '
+                      'dir, whose checkpoints are deleted at the end (the '
+                      'plot stays).')
   flags.DEFINE_float('tolerance', None,
                      'Max |delta loss| allowed. Default: derived from the '
                      'precision, the steps and the loss scale (see the '
@@ -398,6 +400,18 @@ def plot(comparison, path, title):
   pyplot.close(figure)
 
 
+def _delete_all_but(directory, keep):
+  """Deletes what `directory` holds, but the file `keep` in it."""
+  for name in os.listdir(directory):
+    entry = os.path.join(directory, name)
+    if os.path.abspath(entry) == os.path.abspath(keep):
+      continue
+    if os.path.isdir(entry) and not os.path.islink(entry):
+      shutil.rmtree(entry, ignore_errors=True)
+    else:
+      os.remove(entry)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
@@ -413,14 +427,17 @@ def main(argv):
     raise app.UsageError(str(e)) from e
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix='verify-migration-')
   params = params_lib.with_model_dir(params, work_dir)
+  path = FLAGS.plot or os.path.join(work_dir, 'losses.png')
   try:
     comparison = compare(params, model_fn, input_fn, FLAGS.steps, work_dir,
                          runner_pair)
   except NotComparableError as e:
     print(str(e), file=sys.stderr)
     sys.exit(NOT_COMPARABLE_STATUS)
+  finally:
+    if not FLAGS.work_dir:  # Hundreds of MB of checkpoints nobody asked for.
+      _delete_all_but(work_dir, path)
   print(comparison.format(FLAGS.tolerance))
-  path = FLAGS.plot or os.path.join(work_dir, 'losses.png')
   plot(comparison, path, f'{params["model"]} {params["precision"]}, '
        f'{params["num_cpu_devices"]} replica(s)')
   print(f'plot: {path}')
