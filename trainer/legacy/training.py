@@ -133,6 +133,12 @@ class Exporter:
     raise NotImplementedError
 
 
+def _check_exports_to_keep(exports_to_keep):
+  if exports_to_keep is not None and exports_to_keep <= 0:
+    raise ValueError('`exports_to_keep`, if provided, must be a positive '
+                     f'number. Got {exports_to_keep}')
+
+
 class FinalExporter(Exporter):
   """Exports once, after the final evaluation."""
 
@@ -165,10 +171,7 @@ class LatestExporter(FinalExporter):
   def __init__(self, name, serving_input_receiver_fn, assets_extra=None,
                as_text=False, exports_to_keep=5):
     super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
-    if exports_to_keep is not None and exports_to_keep <= 0:
-      raise ValueError(
-          '`exports_to_keep`, if provided, must be a positive number. Got '
-          f'{exports_to_keep}')
+    _check_exports_to_keep(exports_to_keep)
     self._keep = exports_to_keep
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
@@ -213,10 +216,7 @@ class BestExporter(FinalExporter):
                exports_to_keep=5):
     super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
     _check_compare_fn(compare_fn)
-    if exports_to_keep is not None and exports_to_keep <= 0:
-      raise ValueError(
-          '`exports_to_keep`, if provided, must be a positive number. Got '
-          f'{exports_to_keep}')
+    _check_exports_to_keep(exports_to_keep)
     self._compare_fn = compare_fn
     self._event_file_pattern = event_file_pattern
     self._keep = exports_to_keep
