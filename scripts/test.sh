@@ -37,12 +37,6 @@ NEWEST_TESTS="${NEWEST_TESTS:-tests/main_test.py tests/tf2_runner_test.py
   tests/legacy_programs_test.py tests/estimator_compat_test.py
   tests/tf_private_test.py}"
 
-# Test modules that run alone, before the others, in lanes that run every
-# test: beside another test, TF's tf.data iterator teardown waits for its
-# autotuning thread (up to 60 s a time); the conformance matrix tears down
-# hundreds of iterators (98 s alone, 387 s beside another worker).
-SOLO_TESTS="${SOLO_TESTS-tests/conformance_test.py}"
-
 passed=0; failed=0; status=0
 
 # With every lane to run, the legacy and newest virtualenvs and Bazel install
@@ -96,20 +90,9 @@ for lane in "${lanes[@]}"; do
     [[ "$jobs" -gt 1 ]] && workers=(-n "$jobs" --dist loadfile)
     tests=()
     [[ "$lane" == newest && $# -eq 0 ]] && IFS=$' \t\n' read -rd '' -a tests <<<"$NEWEST_TESTS"
-    solo=(); ignores=(); rc=0
-    if [[ $# -eq 0 && ${#tests[@]} -eq 0 ]]; then
-      IFS=$' \t\n' read -rd '' -a solo <<<"$SOLO_TESTS"
-    fi
-    if [[ ${#solo[@]} -gt 0 ]]; then
-      ".venv/$lane/bin/python" -m pytest -q "${solo[@]}" 2>&1 | tee "$out"
-      rc=${PIPESTATUS[0]}
-      count "$out"
-      for t in "${solo[@]}"; do ignores+=("--ignore=$t"); done
-    fi
     ".venv/$lane/bin/python" -m pytest -q --durations=15 "${workers[@]}" \
-        "${ignores[@]}" "${tests[@]}" "$@" 2>&1 | tee "$out"
-    rc2=${PIPESTATUS[0]}
-    [[ $rc -ne 0 ]] || rc=$rc2
+        "${tests[@]}" "$@" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
   fi
   count "$out"; rm -f "$out"
   [[ $rc -eq 0 ]] || status=1
