@@ -20,6 +20,14 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export TF_CPP_MIN_LOG_LEVEL=2
+# Every lane runs under SCHED_BATCH (inherited by every process it starts).
+# Two test workers share the 2 cores, and with wakeup preemption TF's
+# tf.data iterator teardown loses a race with its autotuning thread, which
+# then sleeps out its period (Model::OptimizeLoop, up to 60 s) while the
+# teardown waits: one test took 129 s instead of 3 s. Measured on one core
+# beside a running CI: the conformance matrix in 144 s under SCHED_BATCH,
+# 9 min without. See docs/performance.md.
+if command -v chrt >/dev/null; then chrt --batch --pid 0 $$ >/dev/null || true; fi
 
 lanes=()
 if [[ $# -gt 0 && "$1" != -* ]]; then lanes=("$1"); shift; fi
