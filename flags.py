@@ -9,6 +9,7 @@ whose rules between flags also run here, at parse time.
 
 from absl import flags
 
+from trainer import config as config_lib
 from trainer import params as params_lib
 
 RUNNERS = ('estimator', 'tf2', 'native')
@@ -20,6 +21,7 @@ AUGMENTATIONS = ('none', 'pad_crop', 'inception_crop')
 RESNET_STEMS = ('auto', 'imagenet', 'small')
 SLICE_MODES = ('batch', 'dense', 'logits')
 JIT_SETTINGS = ('auto', 'on', 'off')
+_D = config_lib.DEFAULTS  # Every default: one definition, there.
 
 
 def define_flags(flag_values=flags.FLAGS, validate_on=None):
@@ -33,20 +35,24 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
 
   # Cluster.
   flags.DEFINE_string(
-      'tpu', '', 'Cloud TPU name or grpc://host:port address. Empty: no TPU.',
+      'tpu', _D.tpu,
+      'Cloud TPU name or grpc://host:port address. Empty: no TPU.',
       flag_values=f)
-  flags.DEFINE_string('tpu_zone', None, 'GCE zone of the Cloud TPU.',
+  flags.DEFINE_string('tpu_zone', _D.tpu_zone, 'GCE zone of the Cloud TPU.',
                       flag_values=f)
-  flags.DEFINE_string('gcp_project', None, 'GCP project of the Cloud TPU.',
+  flags.DEFINE_string(
+      'gcp_project', _D.gcp_project,
+      'GCP project of the Cloud TPU.',
                       flag_values=f)
   flags.DEFINE_boolean(
       'use_tpu', None, 'Run on TPU. Default: on iff --tpu is set.',
       flag_values=f)
   flags.DEFINE_integer(
-      'num_cores', 8, 'TPU cores (shards) the global batch is split over.',
+      'num_cores', _D.num_cores,
+      'TPU cores (shards) the global batch is split over.',
       lower_bound=1, flag_values=f)
   flags.DEFINE_integer(
-      'iterations_per_loop', 100,
+      'iterations_per_loop', _D.iterations_per_loop,
       'Steps run on the device per host loop (one session.run on TPU).',
       lower_bound=1, flag_values=f)
   flags.DEFINE_enum(
@@ -57,44 +63,44 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'model_dir with python -m trainer.native.convert). Default: estimator '
       'where tf.estimator exists (TF <= 2.15), tf2 otherwise.', flag_values=f)
   flags.DEFINE_enum(
-      'jit_compile', 'auto', JIT_SETTINGS,
+      'jit_compile', _D.jit_compile, JIT_SETTINGS,
       'tf2 runner: XLA-compile the step. auto: on TPU (always compiled); '
       'off on CPU and GPU, where XLA measured slower here. on/off force it.',
       flag_values=f)
   flags.DEFINE_integer(
-      'peer_timeout_secs', 10,
+      'peer_timeout_secs', _D.peer_timeout_secs,
       'Several workers (TF_CONFIG): seconds without heartbeats after which a '
       'worker counts as lost (killed, host down) and the others stop with an '
       'error naming it instead of waiting in a collective. 0: TensorFlow\'s '
       'default (10 s).', lower_bound=0, flag_values=f)
   flags.DEFINE_integer(
-      'num_cpu_devices', 1,
+      'num_cpu_devices', _D.num_cpu_devices,
       'tf2 runner: split the CPU into N logical devices (MirroredStrategy '
       'over N replicas) to exercise multi-replica code without accelerators.',
       lower_bound=1, flag_values=f)
 
   # What to run.
-  flags.DEFINE_enum('mode', 'train_and_evaluate', MODES, 'What to do.',
+  flags.DEFINE_enum('mode', _D.mode, MODES, 'What to do.',
                     flag_values=f)
   flags.DEFINE_string(
-      'model', 'mlp',
+      'model', _D.model,
       'Built-in model name (mlp, resnet) or package.module:function naming '
       'a model_fn(features, labels, mode, params).', flag_values=f)
   flags.DEFINE_string(
-      'input', 'tfrecord',
+      'input', _D.input,
       'Built-in input name (tfrecord, synthetic) or package.module:function '
       "naming an input_fn(params); params['mode'] is train, eval or infer.",
       flag_values=f)
   flags.DEFINE_string(
-      'eval_input', None,
+      'eval_input', _D.eval_input,
       'input_fn for evaluation, as --input names one. Default: --input.',
       flag_values=f)
   flags.DEFINE_string(
-      'predict_input', None,
+      'predict_input', _D.predict_input,
       'input_fn for prediction, as --input names one. Default: '
       '--eval_input, else --input.', flag_values=f)
   flags.DEFINE_string(
-      'serving_input_fn', None,
+      'serving_input_fn', _D.serving_input_fn,
       'package.module:function or file.py:function naming a '
       'serving_input_receiver_fn, as Estimator.export_saved_model takes it '
       '(TF1 placeholders included), for --mode=export. Default: the '
@@ -114,132 +120,153 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'Feed random images instead of files (benchmarks). Same as '
       '--input=synthetic.', flag_values=f)
   flags.DEFINE_string(
-      'export_dir', None,
+      'export_dir', _D.export_dir,
       'Where --mode=export writes the SavedModel. Default: MODEL_DIR/export.',
       flag_values=f)
-  flags.DEFINE_integer('seed', 0, 'Graph-level random seed.', flag_values=f)
+  flags.DEFINE_integer(
+      'seed', _D.seed,
+      'Graph-level random seed.', flag_values=f)
 
   # Steps and batches.
-  flags.DEFINE_integer('train_steps', 3000, 'Total training steps.',
+  flags.DEFINE_integer('train_steps', _D.train_steps, 'Total training steps.',
                        lower_bound=1, flag_values=f)
   flags.DEFINE_integer(
-      'eval_steps', 0,
+      'eval_steps', _D.eval_steps,
       'Evaluation steps. 0: one pass over the evaluation files, dropping '
       'the last partial batch.', lower_bound=0, flag_values=f)
   flags.DEFINE_integer(
-      'steps_per_eval', 1000,
+      'steps_per_eval', _D.steps_per_eval,
       'Training steps between evaluations in train_and_evaluate.',
       lower_bound=1, flag_values=f)
-  flags.DEFINE_integer('train_batch_size', 128, 'Global training batch.',
+  flags.DEFINE_integer(
+      'train_batch_size', _D.train_batch_size,
+      'Global training batch.',
                        lower_bound=1, flag_values=f)
   flags.DEFINE_integer(
-      'eval_batch_size', 120, 'Global evaluation and prediction batch.',
+      'eval_batch_size', _D.eval_batch_size,
+      'Global evaluation and prediction batch.',
       lower_bound=1, flag_values=f)
 
   # Data.
-  flags.DEFINE_integer('num_classes', 10, 'Number of label classes.',
+  flags.DEFINE_integer(
+      'num_classes', _D.num_classes,
+      'Number of label classes.',
                        lower_bound=2, flag_values=f)
-  flags.DEFINE_integer('image_size', 28, 'Height and width fed to the model.',
+  flags.DEFINE_integer(
+      'image_size', _D.image_size,
+      'Height and width fed to the model.',
                        lower_bound=1, flag_values=f)
-  flags.DEFINE_integer('image_channels', 1, 'Channels fed to the model.',
+  flags.DEFINE_integer(
+      'image_channels', _D.image_channels,
+      'Channels fed to the model.',
                        lower_bound=1, flag_values=f)
-  flags.DEFINE_enum('augmentation', 'pad_crop', AUGMENTATIONS,
+  flags.DEFINE_enum('augmentation', _D.augmentation, AUGMENTATIONS,
                     'Training-time augmentation.', flag_values=f)
   flags.DEFINE_boolean(
-      'cache', None,
+      'cache', _D.cache,
       'Hold the decoded training split in host memory. Unset: only a split '
       'of raw images at the input shape whose files total at most 256 MiB '
       '(input_fn/in_memory.py); --nocache: never.', flag_values=f)
-  flags.DEFINE_integer('shuffle_buffer', 10000, 'Shuffle buffer (records).',
+  flags.DEFINE_integer(
+      'shuffle_buffer', _D.shuffle_buffer,
+      'Shuffle buffer (records).',
                        lower_bound=1, flag_values=f)
   flags.DEFINE_string(
-      'tf_data_service', None,
+      'tf_data_service', _D.tf_data_service,
       'grpc://HOST:PORT of a tf.data service dispatcher: training input is '
       'preprocessed by its workers, one stream shared by all hosts '
       '(input_fn/data_service.py). Evaluation reads locally.',
       flag_values=f)
   flags.DEFINE_boolean(
-      'skip_corrupt_records', False,
+      'skip_corrupt_records', _D.skip_corrupt_records,
       'Skip a corrupt TFRecord record (and, as TF reads, the rest of its file) '
       'instead of stopping; the files are scanned once first and the '
       'corrupt records counted.', flag_values=f)
 
   # Model.
-  flags.DEFINE_list('mlp_hidden_units', ['128'],
+  flags.DEFINE_list('mlp_hidden_units', [str(u) for u in _D.mlp_hidden_units],
                     'Width of each hidden layer of the MLP.', flag_values=f)
-  flags.DEFINE_enum('resnet_depth', '50', ('18', '34', '50', '101'),
+  flags.DEFINE_enum(
+      'resnet_depth', str(_D.resnet_depth),
+      ('18', '34', '50', '101'),
                     'ResNet v1.5 depth.', flag_values=f)
   flags.DEFINE_enum(
-      'resnet_stem', 'auto', RESNET_STEMS,
+      'resnet_stem', _D.resnet_stem, RESNET_STEMS,
       'ResNet stem: imagenet (7x7/2 conv + max pool), small (3x3/1 conv), or '
       'auto (imagenet for images of 64 pixels and more).', flag_values=f)
-  flags.DEFINE_enum('precision', 'float32', PRECISIONS,
+  flags.DEFINE_enum('precision', _D.precision, PRECISIONS,
                     'Compute precision; variables stay float32.',
                     flag_values=f)
   flags.DEFINE_integer(
-      'num_slices', 1,
+      'num_slices', _D.num_slices,
       'Compute the op chosen by --slice in this many slices to cut memory. '
       '1: no slicing.', lower_bound=1, flag_values=f)
   flags.DEFINE_enum(
-      'slice', 'batch', SLICE_MODES,
+      'slice', _D.slice, SLICE_MODES,
       'What --num_slices slices: batch (per-core batch in micro-batches with '
       'gradient accumulation, one update per step), dense (wide MLP hidden '
       'layers along their features), logits (logits + softmax cross-entropy '
       'per slice of classes).', flag_values=f)
 
   # Optimization.
-  flags.DEFINE_enum('optimizer', 'adam', OPTIMIZERS, 'Optimizer.',
+  flags.DEFINE_enum('optimizer', _D.optimizer, OPTIMIZERS, 'Optimizer.',
                     flag_values=f)
-  flags.DEFINE_float('learning_rate', 0.001, 'Peak learning rate.',
+  flags.DEFINE_float('learning_rate', _D.learning_rate, 'Peak learning rate.',
                      lower_bound=0.0, flag_values=f)
-  flags.DEFINE_enum('lr_schedule', 'cosine', LR_SCHEDULES,
+  flags.DEFINE_enum('lr_schedule', _D.lr_schedule, LR_SCHEDULES,
                     'Decay after warmup.', flag_values=f)
-  flags.DEFINE_integer('warmup_steps', 0, 'Linear warmup steps.',
+  flags.DEFINE_integer('warmup_steps', _D.warmup_steps, 'Linear warmup steps.',
                        lower_bound=0, flag_values=f)
   flags.DEFINE_list(
-      'lr_decay_steps', [],
+      'lr_decay_steps', [str(s) for s in _D.lr_decay_steps],
       'Steps at which the piecewise schedule multiplies the rate by '
       '--lr_decay_factor.', flag_values=f)
-  flags.DEFINE_float('lr_decay_factor', 0.1, 'Piecewise decay factor.',
-                     lower_bound=0.0, flag_values=f)
-  flags.DEFINE_float('momentum', 0.9, 'Momentum of the momentum optimizer.',
+  flags.DEFINE_float(
+      'lr_decay_factor', _D.lr_decay_factor,
+      'Piecewise decay factor.',
                      lower_bound=0.0, flag_values=f)
   flags.DEFINE_float(
-      'weight_decay', 0.0,
+      'momentum', _D.momentum,
+      'Momentum of the momentum optimizer.',
+                     lower_bound=0.0, flag_values=f)
+  flags.DEFINE_float(
+      'weight_decay', _D.weight_decay,
       'L2 coefficient on weights; batch-norm variables and biases are skipped.',
       lower_bound=0.0, flag_values=f)
-  flags.DEFINE_float('label_smoothing', 0.0, 'Label smoothing.',
+  flags.DEFINE_float('label_smoothing', _D.label_smoothing, 'Label smoothing.',
                      lower_bound=0.0, upper_bound=1.0, flag_values=f)
 
   # Checkpoints.
-  flags.DEFINE_integer('save_checkpoints_steps', 1000,
+  flags.DEFINE_integer('save_checkpoints_steps', _D.save_checkpoints_steps,
                        'Steps between checkpoints.', lower_bound=1,
                        flag_values=f)
   flags.DEFINE_integer(
-      'save_summary_steps', 100,
+      'save_summary_steps', _D.save_summary_steps,
       'Steps between Estimator\'s training summaries (loss and the '
       'model_fn\'s tf.compat.v1.summary ops), under both runners. 0: none.',
       lower_bound=0, flag_values=f)
   flags.DEFINE_integer(
-      'log_step_count_steps', 100,
+      'log_step_count_steps', _D.log_step_count_steps,
       'Steps between Estimator\'s global_step/sec summaries (and its '
       '"loss = ..., step = ..." log lines), under both runners. 0: none.',
       lower_bound=0, flag_values=f)
   flags.DEFINE_list(
-      'profile_steps', [],
+      'profile_steps', [str(s) for s in _D.profile_steps],
       'N,M: write a TensorBoard profile (tf.profiler) of the steps that take '
       'global_step from N to M into --model_dir (plugins/profile/). The '
       'estimator runner starts and stops at those steps; the tf2 runner at '
       'the boundaries of the loops (--iterations_per_loop steps) that hold '
       'them.', flag_values=f)
-  flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints kept.',
+  flags.DEFINE_integer(
+      'keep_checkpoint_max', _D.keep_checkpoint_max,
+      'Checkpoints kept.',
                        lower_bound=1, flag_values=f)
   flags.DEFINE_string(
-      'init_checkpoint', None,
+      'init_checkpoint', _D.init_checkpoint,
       'Checkpoint (file prefix or directory) to warm-start model variables '
       'from.', flag_values=f)
   flags.DEFINE_boolean(
-      'overwrite_model_dir', False,
+      'overwrite_model_dir', _D.overwrite_model_dir,
       'When --model_dir holds a run of a different model configuration, '
       'delete it and start over (otherwise: refuse). A run of the same '
       'configuration is always resumed.', flag_values=f)

@@ -112,19 +112,20 @@ def _keras_clock(keras):
   return KerasClock()
 
 
-def _params(**overrides):
-  params = params_lib.with_model_dir(
-      params_lib.params_from_flags(FLAGS),
-      tempfile.mkdtemp(prefix='bench-runners-'))
-  params.update(mode='train', save_checkpoints_steps=10**9, **overrides)
-  return params
+def _params(root, **overrides):
+  """The flags' params for one runner, with a model_dir of its own in
+  `root` (main's temporary directory, removed at the end)."""
+  config = params_lib.with_model_dir(params_lib.config_from_flags(FLAGS),
+                                     tempfile.mkdtemp(dir=root))
+  return config.replace(mode='train', save_checkpoints_steps=10**9,
+                        **overrides).as_params()
 
 
-def estimator_bench(model_fn, input_fn):
+def estimator_bench(model_fn, input_fn, root):
   """run(steps) -> steps/s of one TPUEstimator.train call, its first loop
   (graph building) excluded."""
   loop = FLAGS.iterations_per_loop
-  runner = runners.make_runner(_params(runner='estimator'), model_fn,
+  runner = runners.make_runner(_params(root, runner='estimator'), model_fn,
                                input_fn)
   train_input = controller.input_fn_for_mode(input_fn, 'train')
 
@@ -137,14 +138,14 @@ def estimator_bench(model_fn, input_fn):
   return run
 
 
-def tf2_bench(model_fn, input_fn, jit_compile):
+def tf2_bench(model_fn, input_fn, jit_compile, root):
   """run(steps) -> steps/s of one Tf2Runner.train call after its first loop,
   as _Clock times the estimator. The clock wraps the runner's loop (a user
   hook would make the runner run one step a loop, as Estimator runs hooks
   after every step): from the end of the first loop to the end of the last,
   hooks, host_call and the policy's per-loop work included."""
   loop = FLAGS.iterations_per_loop
-  params = _params(runner='tf2', jit_compile=jit_compile)
+  params = _params(root, runner='tf2', jit_compile=jit_compile)
   runner = runners.make_runner(params, model_fn, input_fn)
   training = runner._training  # pylint: disable=protected-access
   run_loop = training._run_loop  # pylint: disable=protected-access
@@ -166,12 +167,12 @@ def tf2_bench(model_fn, input_fn, jit_compile):
   return run
 
 
-def native_bench(input_fn):
+def native_bench(input_fn, root):
   """run(steps) -> steps/s of the native runner (Keras model under Orbit),
   built and warmed up once (one loop)."""
   from trainer.native import runner as native_runner  # pylint: disable=g-import-not-at-top
   loop = FLAGS.iterations_per_loop
-  params = _params(runner='native', jit_compile='on',
+  params = _params(root, runner='native', jit_compile='on',
                    train_steps=loop + FLAGS.rounds * FLAGS.steps)
   runner = native_runner.NativeRunner(params, input_fn=input_fn)
   runner.train_steps(loop)
@@ -194,11 +195,11 @@ def keras_3():
   return keras if int(keras.__version__.split('.')[0]) >= 3 else None
 
 
-def keras_bench(input_fn, keras=None):
+def keras_bench(input_fn, root, keras=None):
   """run(steps) -> steps/s of one Keras model.fit call on the same network
   and input, its first execution excluded; `keras`: tf.keras by default."""
   loop = FLAGS.iterations_per_loop
-  params = _params(runner='tf2')
+  params = _params(root, runner='tf2')
   dataset = controller.input_fn_for_mode(input_fn, 'train')(
       dict(params, batch_size=params['train_batch_size']))
   dataset = dataset.map(lambda features, labels: (features['image'], labels))
@@ -235,6 +236,24 @@ def _ratio_line(rates, name, of, goal):
           f'goal >= {goal}x)')
 
 
+def _measure(model_fn, input_fn, root):
+  """{runner: [steps/s per round]}, the runners' model_dirs in `root`."""
+  benches = {}
+  if estimator_compat.has_estimator():
+    benches['estimator'] = estimator_bench(model_fn, input_fn, root)
+  benches['tf2'] = tf2_bench(model_fn, input_fn, 'auto', root)
+  benches['tf2_xla'] = tf2_bench(model_fn, input_fn, 'on', root)
+  benches['keras_fit'] = keras_bench(input_fn, root)
+  if keras_3() is not None:  # What TF 2.20's tf.keras is without tf-keras.
+    benches['keras3_fit'] = keras_bench(input_fn, root, keras_3())
+  benches['native'] = native_bench(input_fn, root)
+  rates = {name: [] for name in benches}
+  for _ in range(FLAGS.rounds):
+    for name, run in benches.items():
+      rates[name].append(run(FLAGS.steps))
+  return rates
+
+
 def main(argv):
   del argv
   if FLAGS.smoke:  # A few steps of every runner: that the benchmark runs.
@@ -244,19 +263,8 @@ def main(argv):
   params = params_lib.params_from_flags(FLAGS)
   model_fn = registry.resolve_model_fn(params['model'])
   input_fn = registry.resolve_input_fn(params['input'])
-  benches = {}
-  if estimator_compat.has_estimator():
-    benches['estimator'] = estimator_bench(model_fn, input_fn)
-  benches['tf2'] = tf2_bench(model_fn, input_fn, 'auto')
-  benches['tf2_xla'] = tf2_bench(model_fn, input_fn, 'on')
-  benches['keras_fit'] = keras_bench(input_fn)
-  if keras_3() is not None:  # What TF 2.20's tf.keras is without tf-keras.
-    benches['keras3_fit'] = keras_bench(input_fn, keras_3())
-  benches['native'] = native_bench(input_fn)
-  rates = {name: [] for name in benches}
-  for _ in range(FLAGS.rounds):
-    for name, run in benches.items():
-      rates[name].append(run(FLAGS.steps))
+  with tempfile.TemporaryDirectory(prefix='bench-runners-') as root:
+    rates = _measure(model_fn, input_fn, root)
   print(f'model {FLAGS.model}, batch {FLAGS.train_batch_size}, '
         f'iterations_per_loop {FLAGS.iterations_per_loop}, {FLAGS.steps} '
         f'timed steps x {FLAGS.rounds} rounds, input {FLAGS.input}, '

@@ -165,7 +165,7 @@ def test_wrong_shape_or_dtype_names_the_feature(tmp_path, feature, value):
       writer.write(_example())
     writer.write(_example(**{feature: value}))
   params = testutil.base_params(data_dir=str(tmp_path), mode='infer',
-                                batch_size=2)
+                                extra={'batch_size': 2})
   with pytest.raises(tf.errors.InvalidArgumentError) as raised:
     for _ in tfrecord.input_fn(params):
       pass

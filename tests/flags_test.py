@@ -166,11 +166,12 @@ class ParamsFromFlagsTest(absltest.TestCase):
     params = params_lib.params_from_flags(parse())
     self.assertIsNone(params['model_dir'])  # Nothing created.
     self.assertIsNone(params['export_dir'])
-    params = params_lib.with_model_dir(params, '/tmp/y')
-    self.assertEqual(params['export_dir'], '/tmp/y/export')
+    config = params_lib.with_model_dir(
+        params_lib.config_from_flags(parse()), '/tmp/y')
+    self.assertEqual(config.export_dir, '/tmp/y/export')
     self.assertEqual(params_lib.with_model_dir(
-        params_lib.params_from_flags(parse('--export_dir=/e')),
-        '/tmp/y')['export_dir'], '/e')
+        params_lib.config_from_flags(parse('--export_dir=/e')),
+        '/tmp/y').export_dir, '/e')
 
   def test_validate_rejects_warmup_longer_than_training(self):
     params = params_lib.params_from_flags(parse('--model_dir=/tmp/x'))

@@ -36,7 +36,7 @@ ENTRY_POINTS = {'trainer.main', 'trainer.verify_migration',
 # Library layers, lowest first: a module of a layer imports only its own
 # layer and lower ones (project modules; not tests, bench or scripts).
 LAYERS = [
-    ('trainer.api', 'trainer.compat.tf_private'),
+    ('trainer.api', 'trainer.config', 'trainer.compat.tf_private'),
     # The object-based checkpoint's step key: written by the native runner,
     # read by the loop whatever runner wrote the checkpoint.
     ('trainer.compat', 'trainer.startup', 'trainer.tpu_cluster',

@@ -18,10 +18,12 @@ import tensorflow as tf
 
 from tests import testutil
 from trainer.api import specs
+from trainer.compat import estimator_calls
 from trainer.legacy import early_stopping
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export as export_lib
 from trainer.legacy import extenders
+from trainer.legacy import in_memory_evaluator
 from trainer.legacy import run_config
 from trainer.legacy import training
 
@@ -44,7 +46,12 @@ def _facade():
       stop_if_higher_hook=early_stopping.stop_if_higher_hook,
       stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,
       make_stop_at_checkpoint_step_hook=(
-          early_stopping.make_stop_at_checkpoint_step_hook))
+          early_stopping.make_stop_at_checkpoint_step_hook),
+      make_early_stopping_hook=early_stopping.make_early_stopping_hook,
+      InMemoryEvaluatorHook=in_memory_evaluator.InMemoryEvaluatorHook,
+      call_logit_fn=estimator_calls.call_logit_fn,
+      build_raw_supervised_input_receiver_fn=(
+          export_lib.build_raw_supervised_input_receiver_fn))
 
 
 def _real():
@@ -62,7 +69,13 @@ def _real():
       stop_if_no_decrease_hook=(
           tf.estimator.experimental.stop_if_no_decrease_hook),
       make_stop_at_checkpoint_step_hook=(
-          tf.estimator.experimental.make_stop_at_checkpoint_step_hook))
+          tf.estimator.experimental.make_stop_at_checkpoint_step_hook),
+      make_early_stopping_hook=(
+          tf.estimator.experimental.make_early_stopping_hook),
+      InMemoryEvaluatorHook=tf.estimator.experimental.InMemoryEvaluatorHook,
+      call_logit_fn=tf.estimator.experimental.call_logit_fn,
+      build_raw_supervised_input_receiver_fn=(
+          tf.estimator.experimental.build_raw_supervised_input_receiver_fn))
 
 
 _API = None  # The API of the running test (set by the `api` fixture).
@@ -663,3 +676,97 @@ def test_early_stopping_hooks_read_eval_events_and_stop(tmp_path, api):
   est.train(train_input_fn, max_steps=50,
             hooks=[api.make_stop_at_checkpoint_step_hook(est, 11)])
   assert est.get_variable_value('global_step') == 11
+  with pytest.raises(TypeError, match='must have type'):
+    api.make_early_stopping_hook(object(), lambda: True)
+
+
+def _eval_events(model_dir, name='eval'):
+  """{step: {tag: simple_value or tensor proto}} of model_dir/NAME."""
+  found = {}
+  for path in glob.glob(os.path.join(model_dir, name, 'events.out.tfevents.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        found.setdefault(event.step, {})[value.tag] = (
+            value.simple_value if value.HasField('simple_value')
+            else value.WhichOneof('value'))
+  return found
+
+
+def test_in_memory_evaluator_evaluates_training_variables(tmp_path, api):
+  est = _estimator(tmp_path)
+  hook = api.InMemoryEvaluatorHook(est, eval_input_fn, every_n_iter=2)
+  est.train(train_input_fn, max_steps=5, hooks=[hook])
+  events = _eval_events(est.model_dir)
+  # At session creation, every 2 training steps, and at the end; no
+  # checkpoint_path summary (no checkpoint is read).
+  assert sorted(events) == [0, 2, 4, 5]
+  assert all(set(tags) == {'loss'} for tags in events.values())
+  final = est.evaluate(eval_input_fn)  # The step-5 checkpoint.
+  assert events[5]['loss'] == pytest.approx(float(final['loss']), rel=1e-6)
+  assert events[0]['loss'] != pytest.approx(events[5]['loss'])
+  with pytest.raises(ValueError, match='invalid every_n_iter'):
+    api.InMemoryEvaluatorHook(est, eval_input_fn, every_n_iter=0)
+
+
+def test_eval_summaries_by_value_type(tmp_path, api):
+  """Estimator writes float and int results as scalars, a serialized
+  Summary as its values (TAG/i) and an array as a tensor."""
+  est = _estimator(tmp_path)
+  est.train(train_input_fn, max_steps=2)
+
+  def with_typed_metrics(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    if mode != ModeKeys.EVAL:
+      return spec
+    image = v1.summary.image('picture', tf.zeros([1, 2, 2, 1]))
+    count = v1.metrics.true_positives(labels, labels)
+    return spec._replace(eval_metric_ops={
+        'count': (tf.cast(count[0], tf.int64), count[1]),
+        'picture': (image, tf.no_op()),
+        'vector': (tf.constant([1.0, 2.0]), tf.no_op())})
+
+  results = api.Estimator(with_typed_metrics, model_dir=est.model_dir,
+                          params={}).evaluate(eval_input_fn)
+  assert isinstance(results['picture'], bytes)
+  assert isinstance(results['loss'], np.float32)
+  events = _eval_events(est.model_dir)[2]
+  assert set(events) == {'loss', 'count', 'picture/0', 'vector',
+                         'checkpoint_path'}
+  assert events['picture/0'] == 'image'
+  assert events['vector'] == 'tensor'
+  assert events['count'] == results['count']
+
+
+def test_call_logit_fn_passes_what_the_fn_names(api):
+  def logit_fn(features, mode):
+    return features['a'] if mode == ModeKeys.TRAIN else features['b']
+
+  features = {'a': tf.constant([[1.0]]), 'b': tf.constant([[2.0]])}
+  logits = api.call_logit_fn(logit_fn, features, ModeKeys.EVAL, None, None)
+  assert float(np.squeeze(logits)) == 2.0
+  with pytest.raises(ValueError, match='should return a Tensor'):
+    api.call_logit_fn(lambda features: [features['a']], features,
+                      ModeKeys.EVAL, None, None)
+
+
+def test_supervised_receivers_export_train_and_eval_graphs(tmp_path, api):
+  est = _estimator(tmp_path)
+  est.train(train_input_fn, max_steps=3)
+  features, labels = next(iter(eval_input_fn()))
+  receiver_fn = api.build_raw_supervised_input_receiver_fn(
+      {'x': features['x']}, labels)
+  with pytest.raises(ValueError, match='distinct keys'):
+    api.build_raw_supervised_input_receiver_fn({'label': features['x']},
+                                               labels)
+  path = est.experimental_export_all_saved_models(
+      str(tmp_path / 'export'), {ModeKeys.TRAIN: receiver_fn,
+                                 ModeKeys.EVAL: receiver_fn,
+                                 ModeKeys.PREDICT: _serving_input_fn})
+  evaluator = tf.compat.v1.saved_model.load_v2(path.decode(), tags=['eval'])
+  outputs = evaluator.signatures['eval'](x=features['x'], label=labels)
+  arrays = ({'x': features['x'].numpy()}, labels.numpy())
+  expected = est.evaluate(
+      lambda: tf.data.Dataset.from_tensors(arrays))['loss']
+  assert float(outputs['loss']) == pytest.approx(float(expected), rel=1e-6)
+  trainer = tf.compat.v1.saved_model.load_v2(path.decode(), tags=['train'])
+  assert 'train' in trainer.signatures

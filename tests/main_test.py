@@ -51,7 +51,7 @@ def test_predict_and_export_modes(default_job):
   # Rows follow the input_fn's order of the eval split (its files
   # interleaved): the labels in that order.
   labels = np.concatenate([batch[1].numpy() for batch in tfrecord.input_fn(
-      testutil.base_params(mode='infer', batch_size=120))])
+      testutil.base_params(mode='infer', extra={'batch_size': 120}))])
   right = sum(int(row['classes']) == label for row, label in zip(rows, labels))
   assert right / len(rows) >= 0.97  # The trained model's, in file order.
 

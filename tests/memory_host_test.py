@@ -12,7 +12,8 @@ from trainer.memory import host
 
 
 def _params(**overrides):
-  return testutil.base_params(mode='train', batch_size=32, **overrides)
+  return testutil.base_params(mode='train', extra={'batch_size': 32},
+                              **overrides)
 
 
 def _train_files(params):

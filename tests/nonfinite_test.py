@@ -45,8 +45,8 @@ def test_nan_loss_stops_at_its_step_and_keeps_last_good_checkpoint(
     tmp_path, runner, nan_step):
   model_dir = str(tmp_path)
   params = testutil.base_params(model_dir=model_dir, train_steps=60,
-                                save_checkpoints_steps=10, nan_step=nan_step,
-                                runner=runner)
+                                save_checkpoints_steps=10, runner=runner,
+                                extra={'nan_step': nan_step})
   # The estimator runner sees the NaN weights first when saving at step 30.
   expected = rf'(Loss is nan|Variables became NaN or Inf) at step {nan_step}\b'
   with pytest.raises(nonfinite.NonFiniteLossError, match=expected) as raised:

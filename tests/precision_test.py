@@ -77,8 +77,8 @@ def test_logits_float32_in_predict():
 @pytest.mark.parametrize('precision, dtype', [('bfloat16', tf.bfloat16),
                                               ('float32', tf.float32)])
 def test_pipeline_images_in_compute_dtype(precision, dtype):
-  params = testutil.base_params(precision=precision, batch_size=BATCH,
-                                mode='train')
+  params = testutil.base_params(precision=precision, mode='train',
+                                extra={'batch_size': BATCH})
   features, _ = next(iter(tfrecord.input_fn(params)))
   assert features['image'].dtype == dtype
 

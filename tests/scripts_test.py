@@ -38,7 +38,8 @@ def test_folder_converts_to_readable_jpeg_tfrecords(tmp_path):
   assert not [p for p in os.listdir(tmp_path / 'out') if 'incomplete' in p]
 
   params = testutil.base_params(data_dir=str(tmp_path / 'out'), mode='eval',
-                                batch_size=5, image_size=8, image_channels=3)
+                                image_size=8, image_channels=3,
+                                extra={'batch_size': 5})
   (features, labels), = list(tfrecord.input_fn(params))
   images = features['image'].numpy()
   red = images[labels.numpy() == 0]

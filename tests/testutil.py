@@ -11,6 +11,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from trainer import config as config_lib
 from trainer import controller
 from trainer.compat import estimator as estimator_compat
 
@@ -28,31 +29,23 @@ requires_estimator = pytest.mark.skipif(
 DEFAULT_RUNNER = 'estimator' if HAS_ESTIMATOR else 'tf2'
 
 
-def base_params(**overrides):
-  """A complete params dict like trainer.params builds, for tiny runs."""
-  params = {
-      'tpu': '', 'tpu_zone': None, 'gcp_project': None, 'use_tpu': False,
-      'num_cores': 8, 'iterations_per_loop': 10, 'mode': 'train',
-      'model': 'mlp', 'input': 'tfrecord', 'model_dir': None,
-      'data_dir': DIGITS_RAW, 'export_dir': None, 'seed': 0,
-      'train_steps': 20, 'eval_steps': 0, 'steps_per_eval': 20,
-      'train_batch_size': 32, 'eval_batch_size': 40, 'num_classes': 10,
-      'image_size': 28, 'image_channels': 1, 'augmentation': 'none',
-      'cache': None, 'shuffle_buffer': 100, 'mlp_hidden_units': [16],
-      'resnet_depth': 18, 'resnet_stem': 'small', 'precision': 'float32',
-      'optimizer': 'adam', 'learning_rate': 0.01, 'lr_schedule': 'constant',
-      'warmup_steps': 0, 'lr_decay_steps': [], 'lr_decay_factor': 0.1,
-      'momentum': 0.9, 'weight_decay': 0.0, 'label_smoothing': 0.0,
-      'save_checkpoints_steps': 10, 'keep_checkpoint_max': 5,
-      'init_checkpoint': None, 'num_slices': 1, 'slice': 'batch',
-      'skip_corrupt_records': False, 'overwrite_model_dir': False,
-      'num_cpu_devices': 1, 'jit_compile': 'auto', 'eval_input': None,
-      'predict_input': None, 'serving_input_fn': None,
-      'save_summary_steps': 100, 'log_step_count_steps': 100,
-      'tf_data_service': None,
-      'runner': 'estimator' if HAS_ESTIMATOR else 'tf2', 'profile_steps': [],
-  }
-  params.update(overrides)
+# The tiny run tests start from: trainer.config.Config with these changes.
+TINY = dict(
+    iterations_per_loop=10, mode='train', data_dir=DIGITS_RAW,
+    train_steps=20, steps_per_eval=20, train_batch_size=32,
+    eval_batch_size=40, augmentation='none', shuffle_buffer=100,
+    mlp_hidden_units=[16], resnet_depth=18, resnet_stem='small',
+    learning_rate=0.01, lr_schedule='constant', save_checkpoints_steps=10,
+    runner=DEFAULT_RUNNER)
+
+
+def base_params(extra=None, **settings):
+  """The params dict of a tiny run's Config with `settings` (a name that is
+  no setting is a TypeError naming it), plus `extra`: keys that are no
+  setting (what a runner adds, such as batch_size; a test model_fn's own).
+  """
+  params = config_lib.Config(**TINY).replace(**settings).as_params()
+  params.update(extra or {})
   return params
 
 

@@ -210,7 +210,7 @@ def policy_for(params):
   params may also hold save_checkpoints_secs, and 0 for an unknown batch
   size or last step)."""
   return LoopPolicy(save_every_steps=params['save_checkpoints_steps'],
-                    save_every_secs=params.get('save_checkpoints_secs'),
+                    save_every_secs=params['save_checkpoints_secs'],
                     steps_per_loop=params['iterations_per_loop'],
                     global_batch=params['train_batch_size'] or None,
                     train_steps=params['train_steps'] or None,

@@ -60,7 +60,8 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   user_flags.log_shared()
   try:
-    params = params_lib.params_from_flags(FLAGS)
+    config = params_lib.config_from_flags(FLAGS)
+    params = config.as_params()
     # Imported before parsing (user_flags), resolved here, once.
     model_fn = registry.resolve_model_fn(params['model'])
     input_fns = resolve_input_fns(params)
@@ -69,9 +70,10 @@ def main(argv):
     extra = run_guard.check_inputs(params)  # Before any graph is built.
   except ValueError as e:  # A flag at fault: its name and value are said.
     raise SystemExit(f'FATAL Flags parsing error: {e}') from e
-  if params['model_dir'] is None:
-    params = params_lib.with_model_dir(params,
+  if config.model_dir is None:
+    config = params_lib.with_model_dir(config,
                                        tempfile.mkdtemp(prefix='trainer-'))
+    params = config.as_params()
     logging.info('No --model_dir: using new directory %s', params['model_dir'])
   try:
     with run_guard.guarded(params):

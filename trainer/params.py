@@ -1,84 +1,100 @@
-"""Turns parsed flags into the one validated `params` dict passed down.
+"""Builds the run's one Config from parsed flags, validated once.
 
-model_fn/ and input_fn/ see only this dict (plus what the runner adds:
-batch_size, context, use_tpu, mode). Every flag is in it, under its name, so
-model code indexes it and never invents a default of its own.
-
-The rules between flags live here, once (RULES): flags.py checks each at
-parse time (naming the flags it reads), and validate_params checks params
-built in code.
+trainer/config.py defines every setting and its default; this module turns
+parsed flags into a Config (config_from_flags) and holds the rules between
+settings (RULES): flags.py checks each at parse time (naming the flags it
+reads), and validate_params checks configs built in code. model_fn/ and
+input_fn/ see the config's params dict (plus what the runner adds:
+batch_size, context, use_tpu, mode), so model code indexes it and never
+invents a default of its own.
 """
 
 import os
+import weakref
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
+from trainer import config as config_lib
 
-# Flags copied into params unchanged.
-_PLAIN_KEYS = (
-    'tpu', 'tpu_zone', 'gcp_project', 'num_cores', 'iterations_per_loop',
-    'mode', 'model', 'input', 'seed', 'train_steps',
-    'eval_steps', 'steps_per_eval', 'train_batch_size', 'eval_batch_size',
-    'num_classes', 'image_size', 'image_channels', 'augmentation', 'cache',
-    'shuffle_buffer', 'resnet_stem', 'precision', 'optimizer',
-    'learning_rate', 'lr_schedule', 'warmup_steps', 'lr_decay_factor',
-    'momentum', 'weight_decay', 'label_smoothing', 'save_checkpoints_steps',
-    'keep_checkpoint_max', 'init_checkpoint', 'num_slices', 'slice',
-    'skip_corrupt_records', 'overwrite_model_dir', 'num_cpu_devices',
-    'peer_timeout_secs',
-    'jit_compile', 'eval_input', 'predict_input', 'serving_input_fn',
-    'save_summary_steps', 'log_step_count_steps',
-    'tf_data_service',
-)
+REPO_ROOT = config_lib.REPO_ROOT
+DEFAULT_DATA_DIR = config_lib.DEFAULT_DATA_DIR
+
+# Settings whose flag is parsed into another form or resolved here.
+_DERIVED = frozenset((
+    'use_tpu', 'runner', 'data_dir', 'mlp_hidden_units',
+    'resnet_depth', 'lr_decay_steps', 'profile_steps', 'model_dir',
+    'export_dir', 'save_checkpoints_secs'))
+# Settings whose flag value is the setting's value, unchanged.
+_PLAIN_KEYS = tuple(k for k in config_lib.KEYS if k not in _DERIVED)
 
 
-# Trainer flags a model module defines too (trainer/user_flags.py fills
-# these before parsing), {name: the trainer's default}:
-#  * YIELDED_TO_MODULES: built-in-only flags the module defines with another
-#    value type; the name is the module's, params keep the trainer's default;
-#  * SHARED_WITH_MODULES: one flag for both, {name: (default, accepts)};
-#    where it is not on the command line and the module's default is None
-#    or not a value the trainer accepts (resnet_main's --train_batch_size
-#    None, --mode train_and_eval), the trainer's default.
-YIELDED_TO_MODULES = {}
-SHARED_WITH_MODULES = {}
-
-
-def params_from_flags(flag_values, validate=True):
-  """The params dict of parsed `flag_values` (absl FlagValues), validated.
-
-  params['model_dir'] is None when --model_dir is unset: the entry point
-  chooses one (with_model_dir). Raises ValueError naming the flag at fault.
+class FlagResolution:
+  """How the flags that model modules define too are read, filled by
+  trainer/user_flags.py before parsing, {name: the trainer's default}:
+   * yielded: built-in-only flags the module defines with another value
+     type (and split enums' trainer view); the name is the module's, the
+     config keeps the trainer's value;
+   * shared: one flag for both, {name: (default, accepts)}; where it is not
+     on the command line and the module's default is None or not a value
+     the trainer accepts (resnet_main's --train_batch_size None, --mode
+     train_and_eval), the trainer's default.
   """
+
+  def __init__(self):
+    self.yielded = {}
+    self.shared = {}
+
+
+_RESOLUTIONS = weakref.WeakKeyDictionary()
+
+
+def resolution(flag_values):
+  """The FlagResolution of `flag_values` (empty until user_flags fills it)."""
+  if flag_values not in _RESOLUTIONS:
+    _RESOLUTIONS[flag_values] = FlagResolution()
+  return _RESOLUTIONS[flag_values]
+
+
+def config_from_flags(flag_values, validate=True):
+  """The Config of parsed `flag_values` (absl FlagValues), validated.
+
+  model_dir is None when --model_dir is unset: the entry point chooses one
+  (with_model_dir). Raises ValueError naming the flag at fault.
+  """
+  resolved = resolution(flag_values)
   value = {name: flag_values[name].value for name in flag_values}
-  value.update(YIELDED_TO_MODULES)
-  for name, (default, accepts) in SHARED_WITH_MODULES.items():
+  value.update(resolved.yielded)
+  for name, (default, accepts) in resolved.shared.items():
     if not flag_values[name].present and (
         value[name] is None or not accepts(value[name])):
       value[name] = default
-  params = {key: value[key] for key in _PLAIN_KEYS}
-  params['use_tpu'] = (bool(value['tpu']) if value['use_tpu'] is None
-                       else bool(value['use_tpu']))
-  params['runner'] = value['runner'] or default_runner()
-  params['data_dir'] = value['data_dir'] or DEFAULT_DATA_DIR
+  settings = {key: value[key] for key in _PLAIN_KEYS}
+  settings.update(
+      use_tpu=(bool(value['tpu']) if value['use_tpu'] is None
+               else bool(value['use_tpu'])),
+      runner=value['runner'] or default_runner(),
+      data_dir=value['data_dir'] or DEFAULT_DATA_DIR,
+      mlp_hidden_units=[int(u) for u in value['mlp_hidden_units']],
+      resnet_depth=int(value['resnet_depth']),
+      lr_decay_steps=[int(s) for s in value['lr_decay_steps']],
+      profile_steps=[int(s) for s in value['profile_steps']],
+      export_dir=value['export_dir'])
   if value['use_synthetic_data']:
-    params['input'] = 'synthetic'
-  params['mlp_hidden_units'] = [int(u) for u in value['mlp_hidden_units']]
-  params['resnet_depth'] = int(value['resnet_depth'])
-  params['lr_decay_steps'] = [int(s) for s in value['lr_decay_steps']]
-  params['profile_steps'] = [int(s) for s in value['profile_steps']]
-  params['export_dir'] = value['export_dir']
-  params = with_model_dir(params, value['model_dir'])
+    settings['input'] = 'synthetic'
+  config = with_model_dir(config_lib.Config(**settings), value['model_dir'])
   if validate:
-    validate_params(params)
-  return params
+    validate_params(config)
+  return config
 
 
-def with_model_dir(params, model_dir):
-  """params with `model_dir`; export_dir defaults to MODEL_DIR/export."""
-  export_dir = params.get('export_dir') or (
+def params_from_flags(flag_values, validate=True):
+  """The params dict of config_from_flags(flag_values)."""
+  return config_from_flags(flag_values, validate).as_params()
+
+
+def with_model_dir(config, model_dir):
+  """`config` with `model_dir`; export_dir defaults to MODEL_DIR/export."""
+  export_dir = config.export_dir or (
       os.path.join(model_dir, 'export') if model_dir else None)
-  return dict(params, model_dir=model_dir, export_dir=export_dir)
+  return config.replace(model_dir=model_dir, export_dir=export_dir)
 
 
 def default_runner():
@@ -201,11 +217,14 @@ RULES = (
 
 
 def validate_params(params):
-  """Raises ValueError naming the flag when `params` cannot work together.
+  """Raises ValueError naming the flag when `params` (a Config or its params
+  dict) cannot work together; returns `params`.
 
   Single-flag bounds (positive steps, batch sizes, ...) are the flags' own
   (flags.py); these are the rules between flags.
   """
+  view = params.as_params() if isinstance(params, config_lib.Config) else (
+      params)
   for _, check in RULES:
-    check(params)
+    check(view)
   return params

@@ -25,7 +25,7 @@ def make_runner(params, model_fn, input_fn, serving_input_fn=None):
   if params['runner'] == 'tf2':
     from trainer.tf2 import runner as tf2_runner
     logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
-                 params.get('num_cpu_devices', 1))
+                 params['num_cpu_devices'])
     return tf2_runner.Tf2Runner(params, model_fn, input_fn,
                                 serving_input_fn=serving_input_fn)
   from trainer.estimator import runner as estimator_runner

@@ -65,8 +65,8 @@ def resolve_tpu(params, timeout_secs=CONNECT_TIMEOUT_SECS):
   start = time.monotonic()
   resolver = _call_with_deadline(
       lambda: tf.distribute.cluster_resolver.TPUClusterResolver(
-          tpu=tpu, zone=params.get('tpu_zone'),
-          project=params.get('gcp_project')),
+          tpu=tpu, zone=params['tpu_zone'],
+          project=params['gcp_project']),
       timeout_secs, f'--tpu={tpu}: cannot resolve the TPU')
   master = _call_with_deadline(resolver.master, timeout_secs,
                                f'--tpu={tpu}: cannot get the TPU address')

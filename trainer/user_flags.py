@@ -146,10 +146,11 @@ class SplitFlag(flags.Flag):
   """A flag a model module and the trainer both define as enums of
   different values: one command-line value, two views. `value` (what
   FLAGS.<name> gives the module's code) is the module's; `trainer_value`
-  the trainer's, which params read (params_lib.YIELDED_TO_MODULES)."""
+  the trainer's, which the config reads (params_lib.resolution)."""
 
-  def __init__(self, theirs, ours, module):
+  def __init__(self, theirs, ours, module, resolved):
     self.theirs, self.ours, self.module = theirs, ours, module
+    self._resolved = resolved  # The FlagResolution the config reads.
     self.trainer_value = ours.default
     super().__init__(
         _UnionParser(theirs.parser, ours.parser), theirs.serializer,
@@ -171,7 +172,7 @@ class SplitFlag(flags.Flag):
     self._value = module_view if ok else self.theirs.default
     ok, trainer_view = _parses(self.ours.parser, value)
     self.trainer_value = trainer_view if ok else self.ours.default
-    params_lib.YIELDED_TO_MODULES[self.name] = self.trainer_value
+    self._resolved.yielded[self.name] = self.trainer_value
 
   def _parse(self, argument):
     self.parser.parse(argument)  # Refuses what neither accepts.
@@ -231,7 +232,7 @@ class _UnionParser(flags.ArgumentParser):
 def _split(flag_values, name, theirs, ours):
   """Replaces the module's flag `name` by a SplitFlag; returns it."""
   module = flag_values.find_module_defining_flag(name, default='?')
-  split = SplitFlag(theirs, ours, module)
+  split = SplitFlag(theirs, ours, module, params_lib.resolution(flag_values))
   delattr(flag_values, name)
   flag_values[name] = split
   flag_values.register_flag_by_module(module, split)
@@ -275,8 +276,9 @@ def define_shared(define_flags, flag_values=flags.FLAGS):
   scratch = flags.FlagValues()
   define_flags(scratch, validate_on=flag_values)
   shared, yielded, split = {}, {}, {}
-  params_lib.YIELDED_TO_MODULES.clear()
-  params_lib.SHARED_WITH_MODULES.clear()
+  resolved = params_lib.resolution(flag_values)
+  resolved.yielded.clear()
+  resolved.shared.clear()
   for name in list(scratch):
     ours = scratch[name]
     if name not in flag_values:
@@ -286,7 +288,7 @@ def define_shared(define_flags, flag_values=flags.FLAGS):
     theirs = flag_values[name]
     if _value_type(theirs) != _value_type(ours) and name in BUILTIN_ONLY:
       yielded[name] = flag_values.find_module_defining_flag(name, default='?')
-      params_lib.YIELDED_TO_MODULES[name] = ours.value
+      resolved.yielded[name] = ours.value
       continue
     if _value_type(theirs) != _value_type(ours):
       raise FlagClashError(
@@ -297,7 +299,7 @@ def define_shared(define_flags, flag_values=flags.FLAGS):
     if name not in BUILTIN_ONLY and _narrower(theirs, ours):
       split[name] = _split(flag_values, name, theirs, ours)
       continue
-    params_lib.SHARED_WITH_MODULES[name] = (ours.value, _accepts(ours))
+    resolved.shared[name] = (ours.value, _accepts(ours))
     theirs.validators.extend(ours.validators)
     if name not in BUILTIN_ONLY:
       flags.register_validator(name, _checked_by_trainer(ours, theirs, module),
@@ -309,11 +311,11 @@ def define_shared(define_flags, flag_values=flags.FLAGS):
   SPLIT.clear()
   SPLIT.update(split)
   for name, flag in split.items():  # Unset: the default's two views.
-    params_lib.YIELDED_TO_MODULES[name] = flag.trainer_value
+    resolved.yielded[name] = flag.trainer_value
   return shared
 
 
-def log_shared():
+def log_shared(flag_values=flags.FLAGS):
   """Logs the flags shared with model modules (call after parsing)."""
   plain = {n: m for n, m in SHARED.items() if n not in SPLIT}
   if plain:
@@ -328,7 +330,7 @@ def log_shared():
   for name, module in sorted(YIELDED.items()):
     logging.info('--%s is %s\'s (another type than the trainer\'s); the '
                  'built-in models\' --%s keeps its default %r.', name, module,
-                 name, params_lib.YIELDED_TO_MODULES[name])
+                 name, params_lib.resolution(flag_values).yielded[name])
 
 
 def define_all(argv, define_flags, flag_values=flags.FLAGS):

@@ -417,7 +417,8 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   try:
     runner_pair = parse_runners(FLAGS.runners)
-    params = params_lib.params_from_flags(FLAGS)
+    config = params_lib.config_from_flags(FLAGS)
+    params = config.as_params()
     if 'native' in runner_pair:
       params_lib.check_native(params)
     strategy_lib.split_cpu(params['num_cpu_devices'])  # Before TF starts.
@@ -426,7 +427,7 @@ def main(argv):
   except ValueError as e:
     raise app.UsageError(str(e)) from e
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix='verify-migration-')
-  params = params_lib.with_model_dir(params, work_dir)
+  params = params_lib.with_model_dir(config, work_dir).as_params()
   path = FLAGS.plot or os.path.join(work_dir, 'losses.png')
   try:
     comparison = compare(params, model_fn, input_fn, FLAGS.steps, work_dir,

@@ -2,12 +2,15 @@
 
 Estimator passes `features` by keyword and each of `labels`, `mode`,
 `params`, `config` only when the function names it; an input_fn gets
-`mode`, `params`, `config` and `input_context` the same way. Functions,
+`mode`, `params`, `config` and `input_context` the same way (a logit_fn,
+`mode`, `params`, `config`). Functions,
 bound methods, callable objects and functools.partial objects work.
 """
 
 import functools
 import inspect
+
+import tensorflow as tf
 
 
 def fn_args(fn):
@@ -57,6 +60,23 @@ def call_input_fn(input_fn, mode, params, config=None, input_context=None):
     if name in args:
       kwargs[name] = value
   return input_fn(**kwargs)
+
+
+def call_logit_fn(logit_fn, features, mode, params, config):
+  """logit_fn(features=..., [mode], [params], [config]), as
+  tf.estimator.experimental.call_logit_fn: its result must be a Tensor or
+  a dict of string keys to Tensors, else ValueError."""
+  args = fn_args(logit_fn)
+  kwargs = {name: value for name, value in (
+      ('mode', mode), ('params', params), ('config', config)) if name in args}
+  result = logit_fn(features=features, **kwargs)
+  valid_dict = isinstance(result, dict) and all(
+      isinstance(k, str) and isinstance(v, tf.Tensor)
+      for k, v in result.items())
+  if not (valid_dict or isinstance(result, tf.Tensor)):
+    raise ValueError('logit_fn should return a Tensor or a dictionary mapping '
+                     f'strings to Tensors.  logit_fn returned: {result}')
+  return result
 
 
 def _name(fn):

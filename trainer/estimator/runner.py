@@ -49,8 +49,8 @@ class EstimatorRunner:
         save_checkpoints_steps=None,  # hooks.CheckpointSaverHook saves.
         save_checkpoints_secs=None,
         keep_checkpoint_max=params['keep_checkpoint_max'],
-        save_summary_steps=params.get('save_summary_steps', 100),
-        log_step_count_steps=params.get('log_step_count_steps', 100),
+        save_summary_steps=params['save_summary_steps'],
+        log_step_count_steps=params['log_step_count_steps'],
         tpu_config=_tpu.TPUConfig(
             iterations_per_loop=params['iterations_per_loop'],
             num_shards=params['num_cores'],
@@ -66,7 +66,7 @@ class EstimatorRunner:
         export_to_tpu=False)
     self._policy = loop.policy_for(params)
     self._profile = profiling.StepWindow(params['model_dir'],
-                                         params.get('profile_steps'))
+                                         params['profile_steps'])
 
   def input_fn(self, mode):
     """The input_fn TPUEstimator is given for `mode` (params["mode"] set,

@@ -11,20 +11,19 @@ update. The result, with `global_step`, is written to model_dir/eval[_NAME]
 as a summary at that step, followed by a `checkpoint_path` summary.
 """
 
-import numpy as np
+import dataclasses
+from typing import Any
+
 import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import tf_private
+from trainer.graph import eval_summaries
 from trainer.graph import inputs
 from trainer.graph import program as program_lib
 
 _v1 = tf.compat.v1
 ModeKeys = specs.ModeKeys
-
-
-def eval_dir(model_dir, name=None):
-  return tf.io.gfile.join(model_dir, 'eval_' + name if name else 'eval')
 
 
 def steps_hooks(steps):
@@ -69,92 +68,63 @@ def _evaluate(program, input_fn, steps, hooks, checkpoint_path, name):
           'running initialization to evaluate.')
   graph = program_lib.new_graph(program)
   with graph.as_default():
-    global_step = program_lib.create_global_step(program, graph)
-    features, labels, input_hooks = inputs.features_and_labels(
-        program.call_input_fn(input_fn, ModeKeys.EVAL))
-    spec = program.call_model_fn(features, labels, ModeKeys.EVAL)
-    update_op, eval_dict = _metric_ops(spec)
-    global_step = _v1.train.get_global_step(graph)
-    if not checkpoint_path and program.warm_start:
-      _v1.logging.info('Warm-starting with WarmStartSettings: %s',
-                       program.warm_start)
-      _v1.train.warm_start(*program.warm_start)
-    if _v1.GraphKeys.GLOBAL_STEP in eval_dict:
-      raise ValueError(
-          'Metric with name `global_step` is not allowed, because Estimator '
-          'already defines a default metric with the same name.')
-    eval_dict[_v1.GraphKeys.GLOBAL_STEP] = global_step
-    all_hooks = list(input_hooks) + hooks + list(spec.evaluation_hooks or ())
-    scaffold = spec.scaffold
-    if scaffold and scaffold.local_init_op:
-      tf_private.evaluation_module()._get_or_create_eval_step()  # pylint: disable=protected-access
-      scaffold = _v1.train.Scaffold(
-          local_init_op=tf.group(scaffold.local_init_op,
-                                 _v1.train.Scaffold.default_local_init_op()),
-          copy_from_scaffold=scaffold)
-    results = tf_private.evaluation_module()._evaluate_once(  # pylint: disable=protected-access
-        checkpoint_path=checkpoint_path,
-        master=program.config.evaluation_master, scaffold=scaffold,
-        eval_ops=update_op, final_ops=eval_dict, hooks=all_hooks,
-        config=program.session_config)
+    built = build(program, input_fn, hooks, checkpoint_path)
+    return run(program, built, checkpoint_path,
+               eval_summaries.eval_dir(program.model_dir, name))
+
+
+@dataclasses.dataclass
+class Evaluation:
+  """One evaluation's graph: what run() executes."""
+  scaffold: Any
+  update_op: Any
+  eval_dict: dict
+  hooks: list
+
+
+def build(program, input_fn, hooks, checkpoint_path=None):
+  """Builds evaluation in the default graph: input, the model_fn's EVAL
+  spec, the metrics and `loss`, global_step; warm-starts when there is no
+  checkpoint. The Evaluation run() executes."""
+  graph = _v1.get_default_graph()
+  program_lib.create_global_step(program, graph)
+  features, labels, input_hooks = inputs.features_and_labels(
+      program.call_input_fn(input_fn, ModeKeys.EVAL))
+  spec = program.call_model_fn(features, labels, ModeKeys.EVAL)
+  update_op, eval_dict = _metric_ops(spec)
+  global_step = _v1.train.get_global_step(graph)
+  if not checkpoint_path and program.warm_start:
+    _v1.logging.info('Warm-starting with WarmStartSettings: %s',
+                     program.warm_start)
+    _v1.train.warm_start(*program.warm_start)
+  if _v1.GraphKeys.GLOBAL_STEP in eval_dict:
+    raise ValueError(
+        'Metric with name `global_step` is not allowed, because Estimator '
+        'already defines a default metric with the same name.')
+  eval_dict[_v1.GraphKeys.GLOBAL_STEP] = global_step
+  all_hooks = list(input_hooks) + list(hooks) + list(
+      spec.evaluation_hooks or ())
+  scaffold = spec.scaffold
+  if scaffold and scaffold.local_init_op:
+    tf_private.evaluation_module()._get_or_create_eval_step()  # pylint: disable=protected-access
+    scaffold = _v1.train.Scaffold(
+        local_init_op=tf.group(scaffold.local_init_op,
+                               _v1.train.Scaffold.default_local_init_op()),
+        copy_from_scaffold=scaffold)
+  return Evaluation(scaffold, update_op, eval_dict, all_hooks)
+
+
+def run(program, evaluation, checkpoint_path, output_dir, scaffold=None):
+  """Runs a built Evaluation in its graph (on `checkpoint_path`'s
+  variables, or as `scaffold` initialises them) and writes Estimator's
+  summaries to output_dir; the result dict."""
+  results = tf_private.evaluation_module()._evaluate_once(  # pylint: disable=protected-access
+      checkpoint_path=checkpoint_path,
+      master=program.config.evaluation_master,
+      scaffold=scaffold or evaluation.scaffold,
+      eval_ops=evaluation.update_op, final_ops=evaluation.eval_dict,
+      hooks=evaluation.hooks, config=program.session_config)
   step = results[_v1.GraphKeys.GLOBAL_STEP]
-  output_dir = eval_dir(program.model_dir, name)
-  write_dict_to_summary(output_dir, results, step)
-  if checkpoint_path:
-    write_checkpoint_path_to_summary(output_dir, checkpoint_path, step)
+  eval_summaries.write_eval_summary(output_dir, results, step,
+                                    checkpoint_path)
   return results
-
-
-def _dict_to_str(dictionary):
-  return ', '.join(f'{k} = {v}' for k, v in sorted(dictionary.items())
-                   if not isinstance(v, bytes))
-
-
-def write_dict_to_summary(output_dir, dictionary, step):
-  """Writes evaluation results as one Summary at `step` (floats and ints as
-  scalars, serialized Summary protos as their values, arrays as tensors)."""
-  _v1.logging.info('Saving dict for global step %d: %s', step,
-                   _dict_to_str(dictionary))
-  writer = _v1.summary.FileWriterCache.get(output_dir)
-  summary = _v1.Summary()
-  for key, value in dictionary.items():
-    if value is None or key == 'global_step':
-      continue
-    if isinstance(value, (np.float32, float)):
-      summary.value.add(tag=key, simple_value=float(value))
-    elif isinstance(value, (np.int64, np.int32, int)):
-      summary.value.add(tag=key, simple_value=int(value))
-    elif isinstance(value, bytes):
-      try:
-        parsed = _v1.Summary.FromString(value)
-      except Exception:  # pylint: disable=broad-except  (protobuf DecodeError)
-        _v1.logging.warn(
-            'Skipping summary for %s, cannot parse string to Summary.', key)
-        continue
-      for i, entry in enumerate(parsed.value):
-        entry.tag = f'{key}/{i}'
-      summary.value.extend(parsed.value)
-    elif isinstance(value, np.ndarray):
-      entry = summary.value.add()
-      entry.tag = key
-      entry.node_name = key
-      entry.tensor.CopyFrom(tf.make_tensor_proto(value))
-    else:
-      _v1.logging.warn(
-          'Skipping summary for %s, must be a float, np.float32, np.int64, '
-          'np.int32 or int or np.ndarray or a serialized string of Summary.',
-          key)
-  writer.add_summary(summary, step)
-  writer.flush()
-
-
-def write_checkpoint_path_to_summary(output_dir, checkpoint_path, step):
-  """Writes the evaluated checkpoint's path as a string summary at `step`."""
-  _v1.logging.info("Saving 'checkpoint_path' summary for global step %d: %s",
-                   step, checkpoint_path)
-  summary = _v1.Summary()
-  summary.value.add(tag='checkpoint_path', tensor=tf.make_tensor_proto(
-      checkpoint_path, dtype=tf.string))
-  writer = _v1.summary.FileWriterCache.get(output_dir)
-  writer.add_summary(summary, step)
-  writer.flush()

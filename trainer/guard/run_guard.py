@@ -33,7 +33,7 @@ def check_inputs(params):
   """
   for training in splits(params):
     tfrecord.list_files(params, training)
-  if not params.get('skip_corrupt_records'):
+  if not params['skip_corrupt_records']:
     return {}
   return {'skipped_corrupt_records': sum(
       tfrecord.report_corrupt_records(params, training)
@@ -56,8 +56,8 @@ def guarded(params):
       return
     with lock.locked(params['model_dir']):
       fingerprint.check(params, training=True,
-                            overwrite=params.get('overwrite_model_dir', False))
+                            overwrite=params['overwrite_model_dir'])
       checkpoint_recovery.recover(params['model_dir'],
-                                  params.get('keep_checkpoint_max'))
+                                  params['keep_checkpoint_max'])
       with preemption.handling_sigterm():
         yield

@@ -34,6 +34,7 @@ from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
 from trainer.legacy import runner_fns
 from trainer.legacy import session_config
+from trainer import config as config_lib
 from trainer.api import specs
 
 ModeKeys = specs.ModeKeys
@@ -130,21 +131,20 @@ class Backend:
     else:
       loop = config.log_step_count_steps or 100
     eval_mode = ModeKeys.EVAL if mode == ModeKeys.TRAIN else mode
-    return {
-        'seed': config.tf_random_seed, 'use_tpu': False, 'tpu': '',
-        'tpu_zone': None, 'gcp_project': None, 'num_cpu_devices': 1,
-        'jit_compile': 'off',
-        'train_batch_size': model.train_batch_size or 0,
-        'eval_batch_size': model.batch_size(eval_mode) or 0,
-        'model_dir': model.model_dir,
-        'keep_checkpoint_max': config.keep_checkpoint_max or None,
-        'iterations_per_loop': loop,
-        'save_checkpoints_steps': config.save_checkpoints_steps,
-        'save_checkpoints_secs': config.save_checkpoints_secs,
-        'save_summary_steps': config.save_summary_steps,
-        'log_step_count_steps': config.log_step_count_steps,
-        'train_steps': train_steps or 0,
-    }
+    return config_lib.Config(
+        runner='tf2', seed=config.tf_random_seed, jit_compile='off',
+        # The launcher configures the peer heartbeat (--peer_timeout_secs).
+        peer_timeout_secs=0,
+        train_batch_size=model.train_batch_size or 0,
+        eval_batch_size=model.batch_size(eval_mode) or 0,
+        model_dir=model.model_dir,
+        keep_checkpoint_max=config.keep_checkpoint_max or None,
+        iterations_per_loop=loop,
+        save_checkpoints_steps=config.save_checkpoints_steps,
+        save_checkpoints_secs=config.save_checkpoints_secs,
+        save_summary_steps=config.save_summary_steps,
+        log_step_count_steps=config.log_step_count_steps,
+        train_steps=train_steps or 0).as_params()
 
   def _strategy(self, mode):
     """(strategy, kind) from the RunConfig, or None for the runner's own."""

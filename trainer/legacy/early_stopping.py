@@ -22,6 +22,7 @@ from absl import logging
 import tensorflow as tf
 
 from trainer.legacy import estimator as estimator_lib
+from trainer.legacy import events
 from trainer.legacy import hooks as hooks_lib
 
 _v1 = tf.compat.v1
@@ -34,17 +35,14 @@ def read_eval_metrics(eval_dir):
   if tf.io.gfile.exists(eval_dir):
     for path in tf.io.gfile.glob(os.path.join(eval_dir, '*.tfevents.*')):
       try:
-        for event in _v1.train.summary_iterator(path):
-          values = {v.tag: v.simple_value for v in event.summary.value
-                    if v.HasField('simple_value')}
-          if values:
-            by_step[event.step].update(values)
+        for step, values in events.scalar_events(path):
+          by_step[step].update(values)
       except tf.errors.DataLossError as e:
         logging.warning('Skipping the rest of %s: %s', path, e)
   return collections.OrderedDict(sorted(by_step.items()))
 
 
-def _stop_variable():
+def _get_or_create_stop_var():
   with _v1.variable_scope('signal_early_stopping', values=[],
                           reuse=_v1.AUTO_REUSE):
     return _v1.get_variable(
@@ -63,11 +61,13 @@ class _StopOnPredicateHook(hooks_lib.SessionRunHook):
     self._timer = hooks_lib.SecondOrStepTimer(every_secs=run_every_secs,
                                               every_steps=run_every_steps)
     self._global_step = None
+    self._stop_var = None
     self._stop_op = None
 
   def begin(self):
     self._global_step = _v1.train.get_global_step()
-    self._stop_op = _v1.assign(_stop_variable(), True)
+    self._stop_var = _get_or_create_stop_var()
+    self._stop_op = _v1.assign(self._stop_var, True)
 
   def before_run(self, run_context):
     del run_context
@@ -88,7 +88,7 @@ class _CheckForStoppingHook(hooks_lib.SessionRunHook):
   """A non-chief worker's hook: stops once the chief set the variable."""
 
   def begin(self):
-    self._stop_var = _stop_variable()
+    self._stop_var = _get_or_create_stop_var()
 
   def before_run(self, run_context):
     del run_context
@@ -103,6 +103,9 @@ class _CheckForStoppingHook(hooks_lib.SessionRunHook):
 def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
                              run_every_steps=None):
   """The hook that stops training once should_stop_fn() returns True."""
+  if not isinstance(estimator, estimator_lib.Estimator):
+    raise TypeError('`estimator` must have type `tf.estimator.Estimator`. '
+                    f'Got: {type(estimator)}')
   if run_every_secs is not None and run_every_steps is not None:
     raise ValueError('Only one of `run_every_secs` and `run_every_steps` must '
                      'be set.')

@@ -1,8 +1,9 @@
 """tf.estimator.export of the facade: export outputs and input receivers.
 
 The export output classes are TF core's own (the ones tf.estimator.export
-re-exported up to 2.15). The receivers and receiver-fn builders behave as
-Estimator's: a single tensor becomes a one-entry dict ('feature' for
+re-exported up to 2.15). The receivers (serving, and the supervised and
+unsupervised ones TRAIN/EVAL exports take) and receiver-fn builders behave
+as Estimator's: a single tensor becomes a one-entry dict ('feature' for
 features, 'input' for receiver tensors), keys must be strings (features may
 also use ints), values Tensor, SparseTensor or RaggedTensor.
 """
@@ -12,6 +13,7 @@ import collections
 import tensorflow as tf
 
 from trainer.compat import facade_private
+from trainer.graph import inputs as graph_inputs
 
 ExportOutput = facade_private.ExportOutput
 ClassificationOutput = facade_private.ClassificationOutput
@@ -25,10 +27,19 @@ _SINGLE_NAMES = {'feature': 'feature', 'label': 'label',
 
 
 def _check_tensor(value, label):
-  if not isinstance(value, (tf.Tensor, tf.sparse.SparseTensor,
-                            tf.RaggedTensor)):
-    raise ValueError(f'{label} must be a Tensor, SparseTensor, or '
-                     f'RaggedTensor; got {value!r}.')
+  """ValueError unless value is a Tensor, SparseTensor or RaggedTensor (or,
+  as Estimator allows for LabeledTensor, an object with a `.tensor` that
+  converts to a Tensor)."""
+  if isinstance(value, (tf.Tensor, tf.sparse.SparseTensor, tf.RaggedTensor)):
+    return
+  error = ValueError(f'{label} must be a Tensor, SparseTensor, or '
+                     'RaggedTensor.')
+  if not hasattr(value, 'tensor'):
+    raise error
+  try:
+    tf.convert_to_tensor(value)
+  except TypeError:
+    raise error from None
 
 
 def wrap_and_check_input_tensors(tensors, field, allow_int_keys=False):
@@ -38,9 +49,11 @@ def wrap_and_check_input_tensors(tensors, field, allow_int_keys=False):
   if not isinstance(tensors, dict):
     tensors = {_SINGLE_NAMES[field]: tensors}
   for name, tensor in tensors.items():
-    if not isinstance(name, str) and not (allow_int_keys and
-                                          isinstance(name, int)):
-      raise ValueError(f'{field} keys must be strings: {name!r}.')
+    if not isinstance(name, str):
+      if not allow_int_keys:
+        raise ValueError(f'{field} keys must be strings: {name}.')
+      if not isinstance(name, int):
+        raise ValueError(f'{field} keys must be strings or ints: {name}.')
     _check_tensor(tensor, f'{field} {name}')
   return tensors
 
@@ -120,3 +133,71 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
     return ServingInputReceiver(placeholders, placeholders)
 
   return serving_input_receiver_fn
+
+
+class UnsupervisedInputReceiver(ServingInputReceiver):
+  """What a TRAIN/EVAL receiver fn returns for a model without labels."""
+
+  def __new__(cls, features, receiver_tensors):
+    return super().__new__(cls, features, receiver_tensors, None)
+
+
+class SupervisedInputReceiver(collections.namedtuple(
+    'SupervisedInputReceiver', ['features', 'labels', 'receiver_tensors'])):
+  """What a TRAIN/EVAL receiver fn returns: features and labels as the
+  model_fn takes them (a tensor or a dict each, kept as given) and the
+  tensors a request feeds (as a dict)."""
+
+  def __new__(cls, features, labels, receiver_tensors):
+    wrap_and_check_input_tensors(features, 'feature', allow_int_keys=True)
+    wrap_and_check_input_tensors(labels, 'label', allow_int_keys=True)
+    receiver_tensors = wrap_and_check_input_tensors(receiver_tensors,
+                                                    'receiver_tensor')
+    return super().__new__(cls, features, labels, receiver_tensors)
+
+
+def _keys(tensors, single_name):
+  return list(tensors) if isinstance(tensors, dict) else [single_name]
+
+
+def _placeholders(tensors, single_name, default_batch_size):
+  """(what the model_fn gets, {name: placeholder} a request feeds)."""
+  if isinstance(tensors, dict):
+    placeholders = {name: _placeholder_like(t, default_batch_size)
+                    for name, t in tensors.items()}
+    return placeholders, placeholders
+  placeholder = _placeholder_like(tensors, default_batch_size)
+  return placeholder, {single_name: placeholder}
+
+
+def build_raw_supervised_input_receiver_fn(features, labels,
+                                           default_batch_size=None):
+  """A TRAIN/EVAL receiver fn fed features and labels as the model_fn takes
+  them: a placeholder like each tensor (dtype, shape after the batch
+  dimension). A lone tensor is fed as 'input' (features) or 'label'.
+  ValueError if features and labels share a key."""
+  overlap = set(_keys(features, _SINGLE_NAMES['receiver_tensor'])) & set(
+      _keys(labels, _SINGLE_NAMES['label']))
+  if overlap:
+    raise ValueError('Features and labels must have distinct keys. Found '
+                     f'overlapping keys: {overlap}')
+
+  def supervised_input_receiver_fn():
+    feature_values, fed = _placeholders(
+        features, _SINGLE_NAMES['receiver_tensor'], default_batch_size)
+    label_values, fed_labels = _placeholders(labels, _SINGLE_NAMES['label'],
+                                             default_batch_size)
+    return SupervisedInputReceiver(feature_values, label_values,
+                                   dict(fed, **fed_labels))
+
+  return supervised_input_receiver_fn
+
+
+def build_supervised_input_receiver_fn_from_input_fn(input_fn,
+                                                     **input_fn_args):
+  """build_raw_supervised_input_receiver_fn of the features and labels
+  input_fn(**input_fn_args) gives, read in a graph of their own."""
+  with tf.Graph().as_default():
+    features, labels, _ = graph_inputs.features_and_labels(
+        input_fn(**input_fn_args))
+  return build_raw_supervised_input_receiver_fn(features, labels)

@@ -20,11 +20,16 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import estimator as estimator_compat
+from trainer.compat import estimator_calls
+from trainer.graph import eval_summaries
+from trainer.graph import hooks as graph_hooks
+from trainer.graph import inputs as graph_inputs
 from trainer.legacy import early_stopping
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export
 from trainer.legacy import extenders
 from trainer.legacy import hooks
+from trainer.legacy import in_memory_evaluator
 from trainer.legacy import inputs
 from trainer.legacy import run_config
 from trainer.legacy import training
@@ -87,6 +92,11 @@ _EXPORT_NAMES = (
 def _namespaces():
   """{module name: (names, is_package)} of every facade module."""
   export_names = {n: getattr(export, n) for n in _EXPORT_NAMES}
+  export_module = dict(export_names, **{n: getattr(export, n) for n in (
+      'SupervisedInputReceiver', 'UnsupervisedInputReceiver',
+      'build_raw_supervised_input_receiver_fn',
+      'build_supervised_input_receiver_fn_from_input_fn',
+      'wrap_and_check_input_tensors')})
   input_names = {'numpy_input_fn': inputs.numpy_input_fn,
                  'pandas_input_fn': inputs.pandas_input_fn}
   tpu = {'TPUEstimator': estimator_lib.TPUEstimator,
@@ -110,6 +120,10 @@ def _namespaces():
       **unsupported.stubs('tf.estimator')}
   experimental = {
       **unsupported.stubs('tf.estimator.experimental'),
+      'call_logit_fn': estimator_calls.call_logit_fn,
+      'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook,
+      'build_raw_supervised_input_receiver_fn':
+          export.build_raw_supervised_input_receiver_fn,
       **{n: getattr(early_stopping, n) for n in (
           'make_early_stopping_hook', 'make_stop_at_checkpoint_step_hook',
           'stop_if_higher_hook',
@@ -121,7 +135,16 @@ def _namespaces():
       'WarmStartSettings': estimator_lib.WarmStartSettings,
       'VocabInfo': estimator_lib.VocabInfo,
       '_load_global_step_from_checkpoint_dir':
-          estimator_lib.load_global_step_from_checkpoint_dir}
+          estimator_lib.load_global_step_from_checkpoint_dir,
+      # Private, but the reference's own tests and tools call them.
+      '_write_dict_to_summary': eval_summaries.write_dict_to_summary,
+      '_write_checkpoint_path_to_summary':
+          eval_summaries.write_checkpoint_path_to_summary}
+  stop_at_checkpoint = {
+      'make_stop_at_checkpoint_step_hook':
+          early_stopping.make_stop_at_checkpoint_step_hook,
+      '_StopAtCheckpointStepHook': early_stopping._StopAtCheckpointStepHook,  # pylint: disable=protected-access
+      'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook}
   canned = {n: v2[n] for n in v2 if n.startswith(('DNN', 'Linear', 'Baseline',
                                                     'BoostedTrees'))}
   private = {
@@ -140,6 +163,7 @@ def _namespaces():
       '.estimator_lib': (dict(v2), False),
       '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
                      'ModeKeys': specs.ModeKeys,
+                     'call_logit_fn': estimator_calls.call_logit_fn,
                      'LOSS_METRIC_KEY': specs.LOSS_METRIC_KEY,
                      'AVERAGE_LOSS_METRIC_KEY': 'average_loss'}, False),
       '.inputs': (input_names, True),
@@ -148,6 +172,10 @@ def _namespaces():
       '.inputs.pandas_io': ({'pandas_input_fn': inputs.pandas_input_fn},
                             False),
       '.mode_keys': ({'ModeKeys': specs.ModeKeys}, False),
+      # Estimator's private helpers that programs and its tests import.
+      '.util': ({'parse_input_fn_result': graph_inputs.features_and_labels,
+                 '_DatasetInitializerHook': graph_hooks.DatasetInitializerHook,
+                 'fn_args': estimator_calls.fn_args}, False),
       '.run_config': ({'RunConfig': run_config.RunConfig,
                        'TaskType': run_config.TaskType}, False),
       '.training': ({n: v2[n] for n in ('TrainSpec', 'EvalSpec',
@@ -155,21 +183,23 @@ def _namespaces():
       '.extenders': ({'add_metrics': extenders.add_metrics}, False),
       '.early_stopping': ({'read_eval_metrics':
                                early_stopping.read_eval_metrics,
+                           '_StopOnPredicateHook':
+                               early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
+                           '_CheckForStoppingHook':
+                               early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
+                           '_get_or_create_stop_var':
+                               early_stopping._get_or_create_stop_var,  # pylint: disable=protected-access
                            **{n: experimental[n] for n in experimental
                               if n.startswith(('stop_if', 'make_early'))}},
                           False),
-      '.hooks': ({'make_stop_at_checkpoint_step_hook':
-                      early_stopping.make_stop_at_checkpoint_step_hook},
-                 True),
-      '.hooks.hooks': ({'make_stop_at_checkpoint_step_hook':
-                            early_stopping.make_stop_at_checkpoint_step_hook},
-                       False),
+      '.hooks': (dict(stop_at_checkpoint), True),
+      '.hooks.hooks': (dict(stop_at_checkpoint), False),
       '.exporter': ({n: v2[n] for n in ('BestExporter', 'Exporter',
                                         'FinalExporter', 'LatestExporter')},
                     False),
       '.export': (export_names, True),
-      '.export.export': (export_names, False),
-      '.export.export_lib': (export_names, False),
+      '.export.export': (export_module, False),
+      '.export.export_lib': (export_module, False),
       '.export.export_output': ({n: export_names[n] for n in _EXPORT_NAMES
                                  if n.endswith('Output')}, False),
       '.tpu': (tpu, True),

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from trainer.compat import estimator_calls
 from trainer.legacy import estimator as estimator_lib
+from trainer.legacy import events
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
 
@@ -227,11 +228,8 @@ class BestExporter(FinalExporter):
   def _best_in_events(self, pattern):
     best = None
     for path in tf.io.gfile.glob(pattern):
-      for event in tf.compat.v1.train.summary_iterator(path):
-        result = {value.tag: value.simple_value
-                  for value in event.summary.value
-                  if value.HasField('simple_value')}
-        if result and (best is None or self._compare_fn(best, result)):
+      for _, result in events.scalar_events(path):
+        if best is None or self._compare_fn(best, result):
           best = result
     return best
 

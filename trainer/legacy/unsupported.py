@@ -36,20 +36,13 @@ APIS = {
         'LinearEstimator', 'LinearRegressor')},
     **{f'tf.estimator.experimental.{n}': _CANNED for n in (
         'LinearSDCA', 'RNNClassifier', 'RNNEstimator', 'KMeans',
-        'dnn_logit_fn_builder', 'linear_logit_fn_builder', 'call_logit_fn')},
+        'dnn_logit_fn_builder', 'linear_logit_fn_builder')},
     **{f'tf.estimator.{n}': _HEAD for n in (
         'Head', 'BinaryClassHead', 'LogisticRegressionHead',
         'MultiClassHead', 'MultiHead', 'MultiLabelHead',
         'PoissonRegressionHead', 'RegressionHead')},
     'tf.estimator.classifier_parse_example_spec': _FEATURE_COLUMNS,
     'tf.estimator.regressor_parse_example_spec': _FEATURE_COLUMNS,
-    'tf.estimator.experimental.InMemoryEvaluatorHook': (
-        'it evaluates inside the training Session',
-        'call evaluate() between train(steps=N) calls, or use '
-        'tf.estimator.train_and_evaluate'),
-    'tf.estimator.experimental.build_raw_supervised_input_receiver_fn': (
-        'supervised receivers serve TRAIN/EVAL SavedModels',
-        'export the PREDICT graph with export_saved_model'),
     'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
         'TPU embeddings need TPUEstimator\'s TPU-embedding infeed',
         'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '

@@ -44,12 +44,12 @@ from trainer import loop
 from trainer import params as params_lib
 from trainer import tf_config
 from trainer.compat import op_seeds
+from trainer.graph import eval_summaries
 from trainer.guard import nonfinite
 from trainer.native import checkpoints
 from trainer.native import summaries as native_summaries
 from trainer.native import training
 from trainer.tf2 import strategy as strategy_lib
-from trainer.tf2 import summaries as tf2_summaries
 
 TRAIN, EVAL, INFER = 'train', 'eval', 'infer'
 NativeCheckpointError = checkpoints.NativeCheckpointError
@@ -301,8 +301,8 @@ class NativeRunner:
     result = {k: float(v) for k, v in output.items()
               if k in self._evaluator.metrics}
     step = self.global_step()
-    tf2_summaries.write_eval_summary(tf2_summaries.eval_dir(self.model_dir),
-                                     result, step, self.latest_checkpoint())
+    eval_summaries.write_eval_summary(eval_summaries.eval_dir(self.model_dir),
+                                      result, step, self.latest_checkpoint())
     result['global_step'] = step
     return result
 

@@ -6,7 +6,7 @@ every log_step_count_steps) to model_dir; the tf2 runner writes the same
 (trainer/tf2/summaries.py). The native runner has every step's loss on the
 host after each loop, so `TrainingSummaries` writes both tags from there, at
 the same steps and with SecondOrStepTimer's cadence. Evaluation summaries
-(model_dir/eval) are trainer/tf2/summaries.write_eval_summary's.
+(model_dir/eval) are trainer/graph/eval_summaries.py's.
 """
 
 import time

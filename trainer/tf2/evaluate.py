@@ -38,13 +38,13 @@ import tensorflow as tf
 from absl import logging
 
 from trainer.compat import estimator as estimator_compat
+from trainer.graph import eval_summaries
 from trainer.tf2 import eval_graph
 from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
 from trainer.tf2 import spec as spec_lib
-from trainer.tf2 import summaries
 
 ModeKeys = estimator_compat.ModeKeys
 _MEAN = tf.distribute.ReduceOp.MEAN
@@ -406,8 +406,10 @@ class Evaluation:
       count += 1
     if eval_steps is None:
       raise ValueError('Evaluation input produced no batch.')
-    result = {k: float(v) for k, v in graph.run(graph.values).items()}
-    result.update({k: v.item() if v.ndim == 0 else v
+    # As Session.run returns them to Estimator: numpy scalars (np.float32,
+    # bytes for strings) and arrays.
+    result = dict(graph.run(graph.values))
+    result.update({k: v[()] if v.ndim == 0 else v
                    for k, v in eval_steps.values().items()})
     result['global_step'] = self._step()
     if self._hooks:
@@ -415,8 +417,9 @@ class Evaluation:
         self._hooks.input_ended(self._step)
       self._hooks.end(self._step)
     path = checkpoint_path or runner.latest_checkpoint()
-    summaries.write_eval_summary(summaries.eval_dir(runner.model_dir, name),
-                                 result, result['global_step'], path)
+    eval_summaries.write_eval_summary(
+        eval_summaries.eval_dir(runner.model_dir, name), result,
+        result['global_step'], path)
     logging.info('Evaluated %d batches of %s.', count, path or
                  'initialised variables (no checkpoint)')
     return result

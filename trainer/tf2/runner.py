@@ -86,7 +86,7 @@ class Tf2Runner:
     self.strategy, self.strategy_kind = strategy or (
         strategy_lib.make_strategy(params))
     self.jit = strategy_lib.choose_jit(self.strategy_kind,
-                                       params.get('jit_compile', 'auto'))
+                                       params['jit_compile'])
     self.num_replicas = self.strategy.num_replicas_in_sync
     logging.info('tf2 runner: %s strategy, %d replica(s).',
                  self.strategy_kind, self.num_replicas)

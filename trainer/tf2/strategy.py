@@ -46,9 +46,9 @@ def make_strategy(params):
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
   if tf_config.cluster_workers() > 1:
-    tf_config.configure_peer_timeout(params.get('peer_timeout_secs'))
+    tf_config.configure_peer_timeout(params['peer_timeout_secs'])
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'
-  num_cpu = params.get('num_cpu_devices', 1)
+  num_cpu = params['num_cpu_devices']
   split_cpu(num_cpu)
   devices = (tf.config.list_logical_devices('GPU') or
              tf.config.list_logical_devices('CPU')[:num_cpu])

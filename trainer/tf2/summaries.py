@@ -11,15 +11,12 @@ train_op's dependencies) run in the traced step, at the steps they would
 in Estimator's graph; in a compiled step they are refused as v1 summaries
 are.
 
-Evaluation: Estimator writes each metric (simple_value scalars) and the
-`checkpoint_path` it evaluated to model_dir/eval (or eval_NAME) at the
-checkpoint's global_step; `write_eval_summary` writes the same protos.
+Evaluation summaries are trainer/graph/eval_summaries.py's, for every
+runner.
 """
 
-import os
 import re
 
-import numpy as np
 import tensorflow as tf
 
 from trainer.api import errors
@@ -104,36 +101,3 @@ def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps,
     hooks.append(_v1.train.StepCounterHook(
         every_n_steps=log_step_count_steps, output_dir=model_dir))
   return hooks
-
-
-def eval_dir(model_dir, name=None):
-  """model_dir/eval, or model_dir/eval_NAME, as Estimator names it."""
-  return os.path.join(model_dir, 'eval' if not name else f'eval_{name}')
-
-
-def _summary(metrics):
-  summary = _v1.Summary()
-  for key, value in sorted(metrics.items()):
-    if key == 'global_step':
-      continue
-    if isinstance(value, (bool, np.bool_)):
-      summary.value.add(tag=key, simple_value=float(value))
-    elif isinstance(value, (int, float, np.integer, np.floating)):
-      summary.value.add(tag=key, simple_value=float(value))
-    elif isinstance(value, np.ndarray) and value.size == 1:
-      summary.value.add(tag=key, simple_value=float(value.reshape(())))
-  return summary
-
-
-def write_eval_summary(directory, metrics, global_step, checkpoint_path):
-  """Writes the metrics and the evaluated checkpoint's path, at global_step."""
-  path_summary = _v1.Summary()
-  path_summary.value.add(tag='checkpoint_path', tensor=tf.make_tensor_proto(
-      checkpoint_path or '', dtype=tf.string))
-  writer = tf.summary.create_file_writer(directory)
-  with writer.as_default():
-    for proto in (_summary(metrics), path_summary):
-      tf.summary.experimental.write_raw_pb(proto.SerializeToString(),
-                                           step=global_step)
-  writer.flush()
-  writer.close()

@@ -73,7 +73,7 @@ class Training:
     self._hook_steps = None  # Steps per loop user hooks impose, if any.
     self._listeners = None  # checkpoint_listeners.Listeners of a call.
     self._profile = profiling.StepWindow(  # --profile_steps, per loop.
-        runner.model_dir, runner._params.get('profile_steps'))  # pylint: disable=protected-access
+        runner.model_dir, runner._params['profile_steps'])  # pylint: disable=protected-access
 
   def _replica_step(self, features, labels):
     runner = self._runner
@@ -135,8 +135,8 @@ class Training:
     graph = tf.compat.v1.get_default_graph()
     with runner.module.in_call_collections(), graph.name_scope(None):
       default_hooks = summaries.training_hooks(
-          loss, runner.model_dir, params.get('save_summary_steps', 100),
-          params.get('log_step_count_steps', 100),
+          loss, runner.model_dir, params['save_summary_steps'],
+          params['log_step_count_steps'],
           compiled=runner.jit or runner.strategy_kind == 'tpu')
       chief_hooks = list(spec.chief_hooks) if (
           tf_config.is_chief_task()) else []
