@@ -172,6 +172,8 @@ def _namespaces():
       '.inputs.pandas_io': ({'pandas_input_fn': inputs.pandas_input_fn},
                             False),
       '.mode_keys': ({'ModeKeys': specs.ModeKeys}, False),
+      # tf.keras.estimator.model_to_estimator (tf-keras) imports it.
+      '.keras_lib': (unsupported.stubs('tf.keras.estimator'), False),
       # Estimator's private helpers that programs and its tests import.
       '.util': ({'parse_input_fn_result': graph_inputs.features_and_labels,
                  '_DatasetInitializerHook': graph_hooks.DatasetInitializerHook,

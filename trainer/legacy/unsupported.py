@@ -41,6 +41,13 @@ APIS = {
         'Head', 'BinaryClassHead', 'LogisticRegressionHead',
         'MultiClassHead', 'MultiHead', 'MultiLabelHead',
         'PoissonRegressionHead', 'RegressionHead')},
+    'tf.keras.estimator.model_to_estimator': (
+        'it turns a compiled Keras model into an Estimator through '
+        "tensorflow_estimator's keras_lib, which the facade does not "
+        'reimplement',
+        'train the Keras model with model.fit (under a tf.distribute '
+        'strategy to scale), or write a model_fn that calls the Keras model '
+        'and returns an EstimatorSpec'),
     'tf.estimator.classifier_parse_example_spec': _FEATURE_COLUMNS,
     'tf.estimator.regressor_parse_example_spec': _FEATURE_COLUMNS,
     'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
