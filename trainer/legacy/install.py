@@ -27,6 +27,7 @@ from trainer.graph import inputs as graph_inputs
 from trainer.legacy import early_stopping
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import export
+from trainer.legacy import gc
 from trainer.legacy import extenders
 from trainer.legacy import hooks
 from trainer.legacy import in_memory_evaluator
@@ -172,6 +173,9 @@ def _namespaces():
       '.inputs.pandas_io': ({'pandas_input_fn': inputs.pandas_input_fn},
                             False),
       '.mode_keys': ({'ModeKeys': specs.ModeKeys}, False),
+      '.gc': ({n: getattr(gc, n) for n in (
+          'Path', '_largest_export_versions', '_one_of_every_n_export_versions',
+          '_mod_export_version', '_union', '_negation', '_get_paths')}, False),
       # tf.keras.estimator.model_to_estimator (tf-keras) imports it.
       '.keras_lib': (unsupported.stubs('tf.keras.estimator'), False),
       # Estimator's private helpers that programs and its tests import.

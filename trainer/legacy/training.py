@@ -22,6 +22,7 @@ import tensorflow as tf
 from trainer.compat import estimator_calls
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import events
+from trainer.legacy import gc
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
 
@@ -179,7 +180,7 @@ class LatestExporter(FinalExporter):
              is_the_final_export):
     path = super().export(estimator, export_path, checkpoint_path,
                           eval_result, True)
-    _keep_newest(export_path, self._keep)
+    gc.keep_newest_exports(export_path, self._keep)
     return path
 
 
@@ -246,19 +247,9 @@ class BestExporter(FinalExporter):
     self._best = eval_result
     path = super().export(estimator, export_path, checkpoint_path,
                           eval_result, True)
-    _keep_newest(export_path, self._keep)
+    gc.keep_newest_exports(export_path, self._keep)
     self._has_exported = True
     return path
-
-
-def _keep_newest(export_path, keep):
-  """Deletes all but the `keep` newest timestamped exports (None: none)."""
-  if not keep:
-    return
-  exports = sorted(d.strip('/') for d in tf.io.gfile.listdir(export_path)
-                   if len(d.strip('/')) == 10 and d.strip('/').isdigit())
-  for old in exports[:-keep]:
-    tf.io.gfile.rmtree(os.path.join(export_path, old))
 
 
 class _Evaluator:
