@@ -12,7 +12,7 @@ from absl import flags
 from trainer import config as config_lib
 from trainer import params as params_lib
 
-RUNNERS = ('estimator', 'tf2', 'native')
+RUNNERS = config_lib.RUNNERS
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
 PRECISIONS = ('float32', 'bfloat16')
 OPTIMIZERS = ('sgd', 'momentum', 'adam')

@@ -76,3 +76,10 @@ def test_each_flag_values_has_its_own_resolution():
   params_lib.resolution(first).yielded['mode'] = 'train'
   assert params_lib.resolution(second).yielded == {}
   assert params_lib.resolution(first).yielded == {'mode': 'train'}
+
+
+def test_every_runner_name_has_one_registered_factory():
+  from trainer import runners  # pylint: disable=g-import-not-at-top
+  assert tuple(runners.FACTORIES) == config_lib.RUNNERS
+  flag_values = _parsed()
+  assert tuple(flag_values['runner'].parser.enum_values) == config_lib.RUNNERS

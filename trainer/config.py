@@ -15,6 +15,9 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
+# The runners --runner names (trainer/runners.py's registry has one entry
+# for each).
+RUNNERS = ('estimator', 'tf2', 'native')
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
 

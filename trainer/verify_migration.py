@@ -97,6 +97,7 @@ import flags as trainer_flags
 from model_fn import layers
 from trainer import params as params_lib
 from trainer import registry
+from trainer import config as config_lib
 from trainer import runners
 from trainer import user_flags
 from trainer.legacy import install as facade
@@ -105,7 +106,7 @@ from trainer.tf2 import runner as tf2_runner
 from trainer.tf2 import strategy as strategy_lib
 
 FLAGS = flags.FLAGS
-RUNNERS = ('estimator', 'tf2', 'native')
+RUNNERS = config_lib.RUNNERS
 FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
 GROWTH_PER_STEP = 8  # float32: eps of relative difference allowed per step.
 BFLOAT16_ROUNDOFF = 2.0 ** -8  # bfloat16 keeps 8 significant bits.
