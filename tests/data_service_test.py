@@ -32,8 +32,11 @@ def dispatcher():
 
 
 def _params(address, **overrides):
-  return testutil.base_params(**dict(
-      {'batch_size': 32, 'mode': 'train', 'augmentation': 'pad_crop',
+  extra = {'batch_size': overrides.pop('batch_size', 32)}
+  if 'context' in overrides:  # What TPUEstimator adds for the input_fn.
+    extra['context'] = overrides.pop('context')
+  return testutil.base_params(extra=extra, **dict(
+      {'mode': 'train', 'augmentation': 'pad_crop',
        'tf_data_service': address, 'model_dir': '/tmp/data-service-test'},
       **overrides))
 

@@ -21,7 +21,11 @@ from tests import testutil
 
 
 def _params(**overrides):
-  return testutil.base_params(**dict({'batch_size': 40}, **overrides))
+  extra = {'batch_size': overrides.pop('batch_size', 40)}
+  for key in ('context',):
+    if key in overrides:
+      extra[key] = overrides.pop(key)
+  return testutil.base_params(extra=extra, **overrides)
 
 
 def _all_labels(dataset):
