@@ -44,7 +44,6 @@ def _estimator(params, model_fn, input_fn, serving_input_fn):
 # serving_input_fn). A new runner is its own package and one entry here
 # (its name in trainer/config.py's RUNNERS, which flags.py offers).
 FACTORIES = {'estimator': _estimator, 'tf2': _tf2, 'native': _native}
-assert tuple(FACTORIES) == config.RUNNERS, 'one list of runner names'
 
 
 def make_runner(params, model_fn, input_fn, serving_input_fn=None):
@@ -54,8 +53,11 @@ def make_runner(params, model_fn, input_fn, serving_input_fn=None):
   serving_input_fn: the serving_input_receiver_fn of --mode=export (None:
   the built-in signature on encoded images).
   """
-  return FACTORIES[params['runner']](params, model_fn, input_fn,
-                                     serving_input_fn)
+  factory = FACTORIES.get(params['runner'])
+  if factory is None:
+    raise ValueError(f"--runner={params['runner']}: no such runner; "
+                     f"choose one of {', '.join(FACTORIES)}.")
+  return factory(params, model_fn, input_fn, serving_input_fn)
 
 
 def run(params, model_fn, input_fn, serving_input_fn=None):
