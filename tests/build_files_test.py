@@ -194,6 +194,17 @@ def _is_main_block(node):
           and getattr(test.comparators[0], 'value', None) == '__main__')
 
 
+def _statements(body):
+  """Every statement in BODY, at any nesting (imports are statements: the
+  walk skips expressions, which are most of a module's nodes)."""
+  for node in body:
+    yield node
+    for field in ('body', 'orelse', 'finalbody', 'handlers', 'cases'):
+      children = getattr(node, field, None)
+      if isinstance(children, list):
+        yield from _statements(children)
+
+
 def _imported_files(path, library=False):
   """Repository files that module PATH imports (at any nesting level).
 
@@ -205,7 +216,7 @@ def _imported_files(path, library=False):
   if library:
     tree.body = [node for node in tree.body if not _is_main_block(node)]
   names = []
-  for node in ast.walk(tree):
+  for node in _statements(tree.body):
     if isinstance(node, ast.Import):
       names += [alias.name for alias in node.names]
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
