@@ -770,3 +770,36 @@ def test_supervised_receivers_export_train_and_eval_graphs(tmp_path, api):
   assert float(outputs['loss']) == pytest.approx(float(expected), rel=1e-6)
   trainer = tf.compat.v1.saved_model.load_v2(path.decode(), tags=['train'])
   assert 'train' in trainer.signatures
+
+
+def test_tpu_export_without_the_cpu_graph_fails_and_writes_nothing(
+    tmp_path, api):
+  """export_to_tpu=True, export_to_cpu=False off TPU: the reference fails
+  restoring the TPU graph; the facade refuses (it builds no TPU graph).
+  Neither exits with a SavedModel that has no serving graph."""
+
+  def tpu_model_fn(features, labels, mode, params):
+    del params
+    spec = model_fn(features, labels, mode, {'lr': 0.1})
+    return api.TPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op,
+                                predictions=spec.predictions)
+
+  est = api.TPUEstimator(
+      model_fn=tpu_model_fn, model_dir=str(tmp_path / 'model'),
+      config=api.TPURunConfig(), use_tpu=False, train_batch_size=8,
+      export_to_tpu=True, export_to_cpu=False)
+  est.train(lambda params: train_input_fn(), steps=2)
+
+  def serving_input_receiver_fn():
+    x = v1.placeholder(tf.float32, [None, 4], name='x')
+    return api.ServingInputReceiver({'x': x}, {'x': x})
+
+  export_base = tmp_path / 'export'
+  with pytest.raises(Exception) as raised:
+    est.export_saved_model(str(export_base), serving_input_receiver_fn)
+  if api.TPUEstimator is estimator_lib.TPUEstimator:
+    assert isinstance(raised.value, NotImplementedError)
+    assert 'export_to_cpu=True' in str(raised.value)
+  finished = [p for p in glob.glob(str(export_base / '*'))
+              if 'temp-' not in os.path.basename(p)]
+  assert not finished

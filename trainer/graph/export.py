@@ -11,8 +11,11 @@ the warm start's) through the spec's Scaffold saver and saves the variables;
 the others add their meta graph only. assets_extra files are copied to
 assets.extra/. Returns the export directory (bytes).
 
-A TPUEstimator with export_to_tpu also writes, on a TPU, a meta graph
-rewritten for TPU inference; off TPU only the CPU graph is written (logged).
+TPUEstimator's export_to_tpu: the reference adds a meta graph rewritten for
+TPU inference (tags serve, tpu); this builder does not (on or off TPU): the
+SavedModel has the CPU serving graph only (logged). TPUEstimator(
+export_to_tpu=True, export_to_cpu=False) would give no serving graph at all,
+so it is refused before anything is written.
 """
 
 import os
@@ -53,6 +56,14 @@ def export_all(program, export_dir_base, input_receiver_fn_map,
 
 def _export_all(program, export_dir_base, input_receiver_fn_map,
                 assets_extra, as_text, checkpoint_path, strip_default_attrs):
+  tpu = program.tpu
+  if (tpu is not None and tpu.export_to_tpu and not tpu.export_to_cpu
+      and input_receiver_fn_map.get(ModeKeys.PREDICT)):
+    raise NotImplementedError(
+        'TPUEstimator(export_to_tpu=True, export_to_cpu=False): trainer.legacy '
+        'does not build the TPU inference graph (tags serve, tpu), so this '
+        'SavedModel would have no serving graph. Pass export_to_cpu=True (the '
+        'default) to export the CPU serving graph (tags serve).')
   checkpoint_path = _checkpoint_to_export(program, checkpoint_path)
   utils = tf_private.export_utils()
   export_dir = utils.get_timestamped_export_dir(export_dir_base)
@@ -91,9 +102,9 @@ def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
       raise ValueError('One of export_to_cpu and export_to_tpu must be true.')
     if program.tpu.export_to_tpu and mode == ModeKeys.PREDICT:
       _v1.logging.warning(
-          'TPUEstimator(export_to_tpu=True) off TPU: the SavedModel gets the '
-          'CPU serving graph (tags: serve) only, not the graph rewritten for '
-          'TPU inference (tags: serve, tpu).')
+          'TPUEstimator(export_to_tpu=True): trainer.legacy writes the CPU '
+          'serving graph (tags: serve) only, not the graph rewritten for TPU '
+          'inference (tags: serve, tpu) that tf.estimator adds.')
     if not program.tpu.export_to_cpu:
       return
   utils = tf_private.export_utils()
