@@ -539,10 +539,10 @@ def test_train_and_evaluate_evaluates_after_each_checkpoint(tmp_path, api):
   assert metrics['global_step'] == 10 and exports == []
   assert [s for s, _ in _events(os.path.join(est.model_dir, 'eval_holdout'),
                                 'loss')] == [5, 10]
-  again, _ = api.train_and_evaluate(
+  again = api.train_and_evaluate(
       est, api.TrainSpec(train_input_fn, max_steps=10),
       api.EvalSpec(eval_input_fn, throttle_secs=0))
-  assert again is None  # Nothing trained, nothing evaluated (Estimator's).
+  assert again == (None, None)  # Nothing trained, nothing evaluated.
   with pytest.raises(TypeError, match='`eval_spec` must have type'):
     api.train_and_evaluate(est, api.TrainSpec(train_input_fn),
                                 None)

@@ -84,3 +84,22 @@ def test_fed_session_callable_runs_ops_and_returns_tensors():
     run([3.0])
     assert len(first) == 1 and list(first[0]) == [2.0, 4.0]
     assert session.run(total) == 6.0
+
+
+def test_text_saved_model_loads_back_whatever_bytes_it_holds(tmp_path):
+  # A 32-character variable name makes the variables collection's bytes hold
+  # 0x22 ('"', a 34-byte field length), which str(proto) under protobuf's
+  # upb backend does not escape.
+  v1 = tf.compat.v1
+  export_dir = str(tmp_path / 'sm')
+  with tf.Graph().as_default(), v1.Session() as session:
+    v1.get_variable('v' * 32, [2], initializer=v1.constant_initializer(3.))
+    session.run(v1.global_variables_initializer())
+    builder = v1.saved_model.Builder(export_dir)
+    builder.add_meta_graph_and_variables(session, ['serve'])
+    path = tf_private.save_builder(builder, as_text=True)
+  assert tf.compat.as_text(path).endswith('saved_model.pbtxt')
+  with tf.Graph().as_default(), v1.Session() as session:
+    v1.saved_model.loader.load(session, ['serve'], export_dir)
+    restored, = v1.global_variables()
+    assert session.run(restored).tolist() == [3., 3.]

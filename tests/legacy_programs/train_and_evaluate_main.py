@@ -44,8 +44,11 @@ def main(argv):
   eval_spec = tf.estimator.EvalSpec(
       lambda: digits.dataset(FLAGS.data_dir, 'validation', 40, False),
       steps=2, name='holdout', start_delay_secs=0, throttle_secs=0)
-  metrics, exports = tf.estimator.train_and_evaluate(estimator, train_spec,
-                                                     eval_spec)
+  result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+  if result is None:  # A task of a TF_CONFIG cluster: Estimator returns None.
+    print('trained as task %s' % estimator.config.task_type)
+    return
+  metrics, exports = result
   print('final global_step=%d loss=%.6f exports=%d' % (
       metrics['global_step'], metrics['loss'], len(exports)))
 

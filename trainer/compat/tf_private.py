@@ -170,6 +170,22 @@ def add_train_op_to_builder(builder, train_op):
   builder._add_train_op(train_op)  # pylint: disable=protected-access
 
 
+def save_builder(builder, as_text):
+  """SavedModelBuilder.save, with a text SavedModel every protobuf reads.
+
+  TF >= 2.16's builder writes as_text with str(proto); under protobuf's upb
+  backend (5.x) str() leaves '"' unescaped in bytes fields (a Saver's
+  collection holds one), so the .pbtxt cannot be parsed back. The text is
+  rewritten with text_format, which escapes, as TF 2.15's protobuf did.
+  """
+  path = builder.save(as_text)
+  if as_text:
+    from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
+    with tf.io.gfile.GFile(path, 'w') as f:
+      f.write(text_format.MessageToString(builder._saved_model))  # pylint: disable=protected-access
+  return path
+
+
 def standard_ps_ops():
   """The op types a replica device setter places on ps tasks."""
   from tensorflow.python.training import device_setter  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import

@@ -79,7 +79,7 @@ def _export_all(program, export_dir_base, input_receiver_fn_map,
   if save_variables:
     raise ValueError(f'No valid modes for exporting found. Got '
                      f'{input_receiver_fn_map.keys()}.')
-  builder.save(as_text)
+  tf_private.save_builder(builder, as_text)
   if assets_extra:
     extra = os.path.join(tf.compat.as_bytes(temp_dir),
                          tf.compat.as_bytes('assets.extra'))

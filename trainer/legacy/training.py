@@ -261,7 +261,7 @@ class _Evaluator:
     self._max_steps = max_steps
     self._previous = None
     self.metrics = None
-    self.export_results = []
+    self.export_results = None  # Estimator's: None until an evaluation.
 
   def evaluate_and_export(self):
     """Evaluates a new latest checkpoint; False if there was none."""
@@ -322,7 +322,6 @@ def _continuous_evaluation(estimator, train_spec, eval_spec):
     if train_spec.max_steps and evaluator.metrics and (
         evaluator.metrics['global_step'] >= train_spec.max_steps):
       break
-  return evaluator.metrics, evaluator.export_results
 
 
 def train_and_evaluate(estimator, train_spec, eval_spec):
@@ -347,13 +346,16 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     raise ValueError(
         'For distributed training, there can only be one `evaluator` task '
         f'(with task id 0).  Given task id {config.task_id}')
+  # As Estimator: a distributed task (chief, worker, evaluator) returns None;
+  # a local run (metrics, export results), both None when nothing trained.
   if task == run_config.TaskType.EVALUATOR:
-    return _continuous_evaluation(estimator, train_spec, eval_spec)
+    _continuous_evaluation(estimator, train_spec, eval_spec)
+    return None
   if task is not None and run_config.training_cluster(config)[0] > 1:
     estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                     hooks=train_spec.hooks,
                     saving_listeners=train_spec.saving_listeners)
-    return None, []
+    return None
   logging.info(
       'Start train and evaluate loop. The evaluate will happen after every '
       'checkpoint. Checkpoint frequency is determined based on RunConfig '
