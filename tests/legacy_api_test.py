@@ -40,7 +40,15 @@ requires_facade = pytest.mark.skipif(
 
 @requires_facade
 def test_public_and_private_paths_resolve_to_the_facade():
-  assert tf.estimator.Estimator is estimator_lib.Estimator
+  # As tensorflow_estimator: tf.estimator's Estimator hides the deprecated
+  # export_savedmodel that tf.compat.v1.estimator's keeps.
+  assert tf.estimator.Estimator is estimator_lib.EstimatorV2
+  assert tf.compat.v1.estimator.Estimator is estimator_lib.Estimator
+  assert issubclass(tf.estimator.Estimator, tf.compat.v1.estimator.Estimator)
+  with pytest.raises(AttributeError, match='use `export_saved_model`'):
+    tf.estimator.Estimator(lambda features: None).export_savedmodel
+  assert callable(tf.compat.v1.estimator.Estimator(
+      lambda features: None).export_savedmodel)
   assert tf.compat.v1.estimator.tpu.TPUEstimator is estimator_lib.TPUEstimator
   assert tf.compat.v1.estimator.tpu.RunConfig is run_config.TPURunConfig
   assert tf.compat.v1.estimator.tpu.InputPipelineConfig.PER_HOST_V2 == 3

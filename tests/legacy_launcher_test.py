@@ -173,3 +173,41 @@ def test_disable_v2_behavior_graph_code_around_estimator_calls(tmp_path):
   # The program's own Session summed the predictions x * w over x = 0..7.
   assert float(fields['total']) == pytest.approx(28 * float(fields['w']),
                                                  rel=1e-4, abs=1e-4)
+
+
+# No absl app.run: TF's logger is the only handler of its lines.
+LOGGING_PROGRAM = '''
+import sys
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.logging.set_verbosity(tf.logging.INFO)
+
+def model_fn(features, labels, mode):
+  w = tf.get_variable('w', [1, 1])
+  loss = tf.losses.mean_squared_error(labels, tf.matmul(features['x'], w))
+  step = tf.train.GradientDescentOptimizer(0.01).minimize(
+      loss, tf.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=step)
+
+def input_fn():
+  x = np.arange(8, dtype=np.float32).reshape(8, 1) / 3
+  return tf.data.Dataset.from_tensor_slices(({'x': x}, 2 * x)).batch(4)
+
+est = tf.estimator.Estimator(model_fn, model_dir=sys.argv[1])
+est.train(input_fn, steps=2)
+tf.logging.info('PROGRAM-LINE')
+print('loss=%s' % est.evaluate(input_fn)['loss'])
+'''
+
+
+def test_log_lines_print_once_with_estimators_digits(tmp_path):
+  program = _write(tmp_path / 'logging_main.py', LOGGING_PROGRAM)
+  result = _launch([program, str(tmp_path / 'model')])
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stderr.count('INFO:tensorflow:PROGRAM-LINE') == 1
+  saved = [l for l in result.stderr.splitlines()
+           if 'Saving dict for global step 2:' in l]
+  assert len(saved) == 1, result.stderr[-3000:]
+  loss, = [l.split('=', 1)[1] for l in result.stdout.splitlines()
+           if l.startswith('loss=')]
+  assert f'loss = {loss}' in saved[0]  # str(np.float32), as Estimator logs.

@@ -30,7 +30,9 @@ def _writer(output_dir):
 
 
 def _dict_to_str(dictionary):
-  return ', '.join(f'{k} = {v}' for k, v in sorted(dictionary.items())
+  # '%s' as Estimator: str(np.float32) has float32's digits; format() has
+  # a Python float's.
+  return ', '.join('%s = %s' % (k, v) for k, v in sorted(dictionary.items())
                    if not isinstance(v, bytes))
 
 

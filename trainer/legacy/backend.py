@@ -21,9 +21,9 @@ input, eval events, Scaffold, export signatures) is the runner's.
 """
 
 import dataclasses
+import logging as std_logging
 from typing import Any, Optional
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -36,6 +36,11 @@ from trainer.legacy import runner_fns
 from trainer.legacy import session_config
 from trainer import config as config_lib
 from trainer.api import specs
+
+# The facade's own messages: a named logger (absl's module functions would
+# call logging.basicConfig() before the program's app.run, and every TF log
+# line would then print twice).
+logging = std_logging.getLogger('trainer.legacy')
 
 ModeKeys = specs.ModeKeys
 _tpu_strategies = {}  # id(resolver) -> TPUStrategy, one per process.
@@ -213,9 +218,7 @@ class Backend:
     step = np.int64(metrics.pop('global_step'))
     result = {k: np.float32(v) if np.ndim(v) == 0 else v
               for k, v in metrics.items()}
-    result['global_step'] = step
-    logging.info('Saving dict for global step %d: %s', step, ', '.join(
-        f'{k} = {v}' for k, v in sorted(result.items())))
+    result['global_step'] = step  # (The runner logged 'Saving dict ...'.)
     return result
 
   def predict(self, input_fn, *, checkpoint_path, hooks,

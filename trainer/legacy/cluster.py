@@ -12,9 +12,15 @@ use_tpu=False, logged as loudly. The TPUStrategy pattern (resolve, else run
 without a TPU), applied to legacy code; on TF 2.15 too.
 """
 
+import logging as std_logging
+
 import tensorflow as tf
 
-from absl import logging
+# The facade's own messages: a named logger (absl's module functions would
+# call logging.basicConfig() before the program's app.run, and every TF log
+# line would then print twice).
+logging = std_logging.getLogger('trainer.legacy')
+
 
 _FALLBACK_MESSAGE = ('trainer.legacy --cpu_fallback: %s found no TPU (%s). '
                      'Running WITHOUT a TPU, on CPU/GPU.')

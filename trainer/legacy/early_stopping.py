@@ -18,12 +18,15 @@ import operator
 import os
 import time
 
-from absl import logging
 import tensorflow as tf
 
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import events
 from trainer.legacy import hooks as hooks_lib
+
+# Estimator logs on TF's logger; absl's would call logging.basicConfig()
+# before the program's app.run, and TF's log lines would print twice.
+logging = tf.compat.v1.logging
 
 _v1 = tf.compat.v1
 

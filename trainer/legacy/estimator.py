@@ -188,7 +188,7 @@ class Estimator:
 
   def __init__(self, model_fn, model_dir=None, config=None, params=None,
                warm_start_from=None):
-    _assert_members_are_not_overridden(Estimator, self)
+    self._assert_members_are_not_overridden()
     self._setup(model_fn, model_dir, config, params, warm_start_from,
                 verify=True)
 
@@ -395,7 +395,30 @@ class Estimator:
         strip_default_attrs=strip_default_attrs)
 
 
-EstimatorV2 = Estimator
+  def _assert_members_are_not_overridden(self):
+    _assert_members_are_not_overridden(Estimator, self)
+
+
+class _HiddenAttribute(property):
+  """A class attribute whose access on an instance raises AttributeError."""
+
+  def __init__(self, message):
+    def hidden(unused_self):
+      raise AttributeError(message)
+    super().__init__(hidden)
+
+
+class EstimatorV2(Estimator):
+  """tf.estimator.Estimator: tf.compat.v1.estimator.Estimator without the
+  deprecated export_savedmodel (as in tensorflow_estimator)."""
+  __doc__ = Estimator.__doc__
+
+  export_savedmodel = _HiddenAttribute(
+      '`Estimator.export_savedmodel` has been deprecated. Please use '
+      '`export_saved_model` instead.')
+
+  def _assert_members_are_not_overridden(self):
+    _assert_members_are_not_overridden(EstimatorV2, self)
 
 
 class TPUEstimator(Estimator):

@@ -12,10 +12,10 @@ changes nothing.
 
 import importlib
 import importlib.util
+import logging as std_logging
 import sys
 import types
 
-from absl import logging
 import tensorflow as tf
 
 from trainer.api import specs
@@ -35,6 +35,11 @@ from trainer.legacy import inputs
 from trainer.legacy import run_config
 from trainer.legacy import training
 from trainer.legacy import unsupported
+
+# The facade's own messages: a named logger (absl's module functions would
+# call logging.basicConfig() before the program's app.run, and every TF log
+# line would then print twice).
+logging = std_logging.getLogger('trainer.legacy')
 
 FACADE_MARK = estimator_compat.FACADE_MARK
 
@@ -106,7 +111,7 @@ def _namespaces():
          'TPUConfig': run_config.TPUConfig,
          'InputPipelineConfig': run_config.InputPipelineConfig}
   v2 = {
-      'Estimator': estimator_lib.Estimator,
+      'Estimator': estimator_lib.EstimatorV2,
       'EstimatorSpec': specs.EstimatorSpec, 'ModeKeys': specs.ModeKeys,
       'RunConfig': run_config.RunConfig, 'TrainSpec': training.TrainSpec,
       'EvalSpec': training.EvalSpec,
@@ -132,7 +137,7 @@ def _namespaces():
           'stop_if_no_increase_hook')}}
   estimator_module = {
       'Estimator': estimator_lib.Estimator,
-      'EstimatorV2': estimator_lib.Estimator,
+      'EstimatorV2': estimator_lib.EstimatorV2,
       'WarmStartSettings': estimator_lib.WarmStartSettings,
       'VocabInfo': estimator_lib.VocabInfo,
       '_load_global_step_from_checkpoint_dir':
@@ -161,7 +166,7 @@ def _namespaces():
                             if n.startswith('Baseline')}, False),
       '.canned.prediction_keys': ({'PredictionKeys': PredictionKeys}, False),
       '.estimator': (estimator_module, False),
-      '.estimator_lib': (dict(v2), False),
+      '.estimator_lib': (dict(v2, Estimator=estimator_lib.Estimator), False),
       '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
                      'ModeKeys': specs.ModeKeys,
                      'call_logit_fn': estimator_calls.call_logit_fn,
@@ -222,7 +227,8 @@ def _namespaces():
       'tensorflow.estimator': (dict(v2), True),
       'tensorflow.estimator.export': (export_names, False),
       'tensorflow.estimator.experimental': (experimental, False),
-      'tensorflow.compat.v1.estimator': (dict(v2), True),
+      'tensorflow.compat.v1.estimator': (
+          dict(v2, Estimator=estimator_lib.Estimator), True),
       'tensorflow.compat.v1.estimator.export': (export_names, False),
       'tensorflow.compat.v1.estimator.experimental': (experimental, False),
       'tensorflow.compat.v1.estimator.inputs': (input_names, False),

@@ -6,8 +6,14 @@ cluster_def, session timeouts) has no meaning without a Session. One log
 line says what was applied and what was not.
 """
 
-from absl import logging
+import logging as std_logging
+
 import tensorflow as tf
+
+# The facade's own messages: a named logger (absl's module functions would
+# call logging.basicConfig() before the program's app.run, and every TF log
+# line would then print twice).
+logging = std_logging.getLogger('trainer.legacy')
 
 _applied_protos = []
 

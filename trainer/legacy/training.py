@@ -16,7 +16,6 @@ import collections
 import os
 import time
 
-from absl import logging
 import tensorflow as tf
 
 from trainer.compat import estimator_calls
@@ -25,6 +24,10 @@ from trainer.legacy import events
 from trainer.legacy import gc
 from trainer.legacy import hooks as hooks_lib
 from trainer.legacy import run_config
+
+# Estimator logs on TF's logger; absl's would call logging.basicConfig()
+# before the program's app.run, and TF's log lines would print twice.
+logging = tf.compat.v1.logging
 
 
 def _check_input_fn(input_fn):
