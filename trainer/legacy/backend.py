@@ -37,10 +37,9 @@ from trainer.legacy import session_config
 from trainer import config as config_lib
 from trainer.api import specs
 
-# The facade's own messages: a named logger (absl's module functions would
-# call logging.basicConfig() before the program's app.run, and every TF log
-# line would then print twice).
-logging = std_logging.getLogger('trainer.legacy')
+# A module logger, not absl's module functions: those call basicConfig()
+# before the program's app.run, and TF's log lines then print twice.
+logging = std_logging.getLogger(__name__)
 
 ModeKeys = specs.ModeKeys
 _tpu_strategies = {}  # id(resolver) -> TPUStrategy, one per process.

@@ -36,10 +36,9 @@ from trainer.legacy import run_config
 from trainer.legacy import training
 from trainer.legacy import unsupported
 
-# The facade's own messages: a named logger (absl's module functions would
-# call logging.basicConfig() before the program's app.run, and every TF log
-# line would then print twice).
-logging = std_logging.getLogger('trainer.legacy')
+# A module logger, not absl's module functions: those call basicConfig()
+# before the program's app.run, and TF's log lines then print twice.
+logging = std_logging.getLogger(__name__)
 
 FACADE_MARK = estimator_compat.FACADE_MARK
 

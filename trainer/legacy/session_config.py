@@ -10,10 +10,9 @@ import logging as std_logging
 
 import tensorflow as tf
 
-# The facade's own messages: a named logger (absl's module functions would
-# call logging.basicConfig() before the program's app.run, and every TF log
-# line would then print twice).
-logging = std_logging.getLogger('trainer.legacy')
+# A module logger, not absl's module functions: those call basicConfig()
+# before the program's app.run, and TF's log lines then print twice.
+logging = std_logging.getLogger(__name__)
 
 _applied_protos = []
 
