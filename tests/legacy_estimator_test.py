@@ -25,6 +25,7 @@ from trainer.legacy import export as export_lib
 from trainer.legacy import extenders
 from trainer.legacy import in_memory_evaluator
 from trainer.legacy import run_config
+from trainer.legacy import tpu_inference
 from trainer.legacy import training
 
 ModeKeys = specs.ModeKeys
@@ -772,34 +773,121 @@ def test_supervised_receivers_export_train_and_eval_graphs(tmp_path, api):
   assert 'train' in trainer.signatures
 
 
-def test_tpu_export_without_the_cpu_graph_fails_and_writes_nothing(
-    tmp_path, api):
-  """export_to_tpu=True, export_to_cpu=False off TPU: the reference fails
-  restoring the TPU graph; the facade refuses (it builds no TPU graph).
-  Neither exits with a SavedModel that has no serving graph."""
-
+def _tpu_estimator(tmp_path, **kwargs):
   def tpu_model_fn(features, labels, mode, params):
-    del params
+    if mode == ModeKeys.PREDICT:
+      if params['use_tpu']:  # export API V2's TPU graph.
+        logits = _tpu_estimator_module().inference_on_tpu(
+            lambda x: [_linear({'x': x})], [features['x']], 1, 4, 100)[0]
+      else:
+        logits = _linear(features)
+      probabilities = tf.nn.softmax(logits)
+      return _API.TPUEstimatorSpec(mode, predictions={
+          'probabilities': probabilities, 'class': tf.argmax(logits, 1)},
+          export_outputs=_export_outputs(probabilities)
+          if 'export_outputs' in params else None)
     spec = model_fn(features, labels, mode, {'lr': 0.1})
-    return api.TPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op,
-                                predictions=spec.predictions)
+    return _API.TPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op)
 
-  est = api.TPUEstimator(
+  return _API.TPUEstimator(
       model_fn=tpu_model_fn, model_dir=str(tmp_path / 'model'),
-      config=api.TPURunConfig(), use_tpu=False, train_batch_size=8,
-      export_to_tpu=True, export_to_cpu=False)
+      config=_API.TPURunConfig(), use_tpu=False, train_batch_size=8,
+      params=kwargs.pop('params', {}), **kwargs)
+
+
+def _export_outputs(probabilities):
+  # The classification signature needs a tf.Example input, so it is left
+  # out; its `classes` are None.
+  export = tf.compat.v1.estimator.export if testutil.HAS_ESTIMATOR else (
+      export_lib)
+  return {'serving_default': export.PredictOutput({'scores': probabilities}),
+          'classify': export.ClassificationOutput(scores=probabilities)}
+
+
+def _tpu_estimator_module():
+  if _API.TPUEstimator is estimator_lib.TPUEstimator:
+    return tpu_inference
+  from tensorflow_estimator.python.estimator.tpu import tpu_estimator  # pylint: disable=g-import-not-at-top
+  return tpu_estimator
+
+
+def _serving_receiver():
+  x = v1.placeholder(tf.float32, [None, 4], name='x')
+  return _API.ServingInputReceiver({'x': x}, {'x': x})
+
+
+def _meta_graphs(export_dir):
+  """[(tags, {signature: (inputs, outputs)}, ops, function ops)] of a
+  SavedModel, tensor names with their dtypes."""
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  model = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, b'saved_model.pb'), 'rb') as f:
+    model.ParseFromString(f.read())
+  graphs = []
+  for graph in model.meta_graphs:
+    signatures = {
+        key: ({k: (v.name, v.dtype) for k, v in sig.inputs.items()},
+              {k: (v.name, v.dtype) for k, v in sig.outputs.items()})
+        for key, sig in graph.signature_def.items()}
+    graphs.append((list(graph.meta_info_def.tags), signatures,
+                   {n.op for n in graph.graph_def.node},
+                   {n.op for f in graph.graph_def.library.function
+                    for n in f.node_def}))
+  return graphs
+
+
+@pytest.mark.parametrize('export_outputs', [False, True])
+def test_tpu_export_adds_the_tpu_inference_graph(tmp_path, export_outputs):
+  """export_to_tpu (default): after the CPU serving graph, a serve,tpu graph
+  whose signatures read the outputs of a TPUPartitionedCall of the model_fn
+  rewritten for TPU (the same tensor names as TPUEstimator's)."""
+  est = _tpu_estimator(
+      tmp_path, params={'export_outputs': 1} if export_outputs else {})
   est.train(lambda params: train_input_fn(), steps=2)
+  path = est.export_saved_model(str(tmp_path / 'export'), _serving_receiver)
+  (cpu_tags, cpu_sigs, _, _), (tpu_tags, tpu_sigs, ops, fn_ops) = (
+      _meta_graphs(path))
+  assert (cpu_tags, tpu_tags) == (['serve'], ['serve', 'tpu'])
+  assert set(cpu_sigs) == set(tpu_sigs)
+  assert {'TPUPartitionedCall', 'TPUOrdinalSelector'} <= ops
+  assert 'MatMul' not in ops and {'MatMul', 'TPUReplicateMetadata'} <= fn_ops
+  if export_outputs:
+    assert tpu_sigs == {'serving_default': (
+        {'x': ('x:0', 1)}, {'scores': ('TPUPartitionedCall:3', 1)})}
+  else:
+    assert tpu_sigs == {'serving_default': (
+        {'x': ('x:0', 1)}, {'class': ('TPUPartitionedCall:3', 9),
+                            'probabilities': ('TPUPartitionedCall:2', 1)})}
+  # The CPU graph still serves on the CPU.
+  predict = tf.compat.v1.saved_model.load_v2(path.decode(), tags=['serve'])
+  outputs = predict.signatures['serving_default'](x=tf.ones([2, 4]))
+  assert outputs[('scores' if export_outputs else 'probabilities')].shape == [
+      2, 3]
 
-  def serving_input_receiver_fn():
-    x = v1.placeholder(tf.float32, [None, 4], name='x')
-    return api.ServingInputReceiver({'x': x}, {'x': x})
 
+def test_tpu_export_api_v2_model_fn_calls_inference_on_tpu(tmp_path):
+  """export_saved_model_api_version V2: the model_fn, given use_tpu True,
+  puts its own computation on TPU (here behind a batching function)."""
+  est = _tpu_estimator(
+      tmp_path, export_saved_model_api_version=(
+          _tpu_estimator_module().ExportSavedModelApiVersion.V2))
+  est.train(lambda params: train_input_fn(), steps=2)
+  path = est.export_saved_model(str(tmp_path / 'export'), _serving_receiver)
+  _, (tpu_tags, tpu_sigs, ops, fn_ops) = _meta_graphs(path)
+  assert tpu_tags == ['serve', 'tpu']
+  assert tpu_sigs['serving_default'][1]['class'] == ('ArgMax:0', 9)
+  assert 'BatchFunction' in ops and 'MatMul' not in ops
+  assert {'TPUPartitionedCall', 'MatMul', 'TPUReplicateMetadata'} <= fn_ops
+
+
+def test_tpu_export_without_the_cpu_graph_fails_off_tpu(tmp_path):
+  """export_to_tpu=True, export_to_cpu=False: the TPU graph restores the
+  variables, which cannot run off TPU; no export is left finished."""
+  est = _tpu_estimator(tmp_path, export_to_tpu=True, export_to_cpu=False)
+  est.train(lambda params: train_input_fn(), steps=2)
   export_base = tmp_path / 'export'
-  with pytest.raises(Exception) as raised:
-    est.export_saved_model(str(export_base), serving_input_receiver_fn)
-  if api.TPUEstimator is estimator_lib.TPUEstimator:
-    assert isinstance(raised.value, NotImplementedError)
-    assert 'export_to_cpu=True' in str(raised.value)
+  with pytest.raises(tf.errors.InvalidArgumentError, match='TPUOrdinal'):
+    est.export_saved_model(str(export_base), _serving_receiver)
   finished = [p for p in glob.glob(str(export_base / '*'))
               if 'temp-' not in os.path.basename(p)]
   assert not finished

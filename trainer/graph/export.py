@@ -11,11 +11,13 @@ the warm start's) through the spec's Scaffold saver and saves the variables;
 the others add their meta graph only. assets_extra files are copied to
 assets.extra/. Returns the export directory (bytes).
 
-TPUEstimator's export_to_tpu: the reference adds a meta graph rewritten for
-TPU inference (tags serve, tpu); this builder does not (on or off TPU): the
-SavedModel has the CPU serving graph only (logged). TPUEstimator(
-export_to_tpu=True, export_to_cpu=False) would give no serving graph at all,
-so it is refused before anything is written.
+A TPUEstimator exports as TPUEstimator does: the CPU graphs
+(export_to_cpu) and, after the PREDICT one, the TPU inference graph (tags
+serve, tpu; export_to_tpu): with export_saved_model_api_version 1 the
+model_fn rewritten for one TPU core inside a TPUPartitionedCall
+(graph/tpu_inference.py), with 2 the model_fn called with
+params['use_tpu'] True to do that itself. It is built on any machine and
+served on a TPU host.
 """
 
 import os
@@ -24,10 +26,14 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import tf_private
+from trainer.compat import tpu_inference as compat_tpu_inference
 from trainer.graph import program as program_lib
+from trainer.graph import tpu_inference
 
 _v1 = tf.compat.v1
 ModeKeys = specs.ModeKeys
+# The mode of a TPUEstimator's TPU inference graph (TPUEstimator's name).
+_TPU_INFERENCE = '_inference_on_tpu'
 
 
 def _checkpoint_to_export(program, checkpoint_path):
@@ -56,14 +62,6 @@ def export_all(program, export_dir_base, input_receiver_fn_map,
 
 def _export_all(program, export_dir_base, input_receiver_fn_map,
                 assets_extra, as_text, checkpoint_path, strip_default_attrs):
-  tpu = program.tpu
-  if (tpu is not None and tpu.export_to_tpu and not tpu.export_to_cpu
-      and input_receiver_fn_map.get(ModeKeys.PREDICT)):
-    raise NotImplementedError(
-        'TPUEstimator(export_to_tpu=True, export_to_cpu=False): trainer.legacy '
-        'does not build the TPU inference graph (tags serve, tpu), so this '
-        'SavedModel would have no serving graph. Pass export_to_cpu=True (the '
-        'default) to export the CPU serving graph (tags serve).')
   checkpoint_path = _checkpoint_to_export(program, checkpoint_path)
   utils = tf_private.export_utils()
   export_dir = utils.get_timestamped_export_dir(export_dir_base)
@@ -93,29 +91,58 @@ def _export_all(program, export_dir_base, input_receiver_fn_map,
 
 def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
                     save_variables, mode, strip_default_attrs):
-  if program.tpu is not None:
-    if program.tpu.export_to_tpu and mode != ModeKeys.PREDICT:
-      _v1.logging.warn(
-          'TPUEstimator only handles mode PREDICT for exporting when '
-          f'`export_to_tpu` is `True`; Mode {mode} will be ignored for TPU.')
-    if not program.tpu.export_to_cpu and not program.tpu.export_to_tpu:
-      raise ValueError('One of export_to_cpu and export_to_tpu must be true.')
-    if program.tpu.export_to_tpu and mode == ModeKeys.PREDICT:
-      _v1.logging.warning(
-          'TPUEstimator(export_to_tpu=True): trainer.legacy writes the CPU '
-          'serving graph (tags: serve) only, not the graph rewritten for TPU '
-          'inference (tags: serve, tpu) that tf.estimator adds.')
-    if not program.tpu.export_to_cpu:
-      return
+  """The mode's meta graph; for a TPUEstimator, as it exports: the CPU graph
+  (export_to_cpu) and, in PREDICT, the TPU inference graph (export_to_tpu),
+  which restores and saves the variables only without the CPU graph."""
+  tpu = program.tpu
+  if tpu is None:
+    _add_graph(program, builder, receiver_fn, checkpoint_path,
+               save_variables, save_variables, mode, strip_default_attrs)
+    return
+  if tpu.export_to_tpu and mode != ModeKeys.PREDICT:
+    _v1.logging.warn(
+        'TPUEstimator only handles mode PREDICT for exporting when '
+        f'`export_to_tpu` is `True`; Mode {mode} will be ignored for TPU.')
+  if not tpu.export_to_cpu and not tpu.export_to_tpu:
+    raise ValueError('One of export_to_cpu and export_to_tpu must be true.')
+  if tpu.export_to_cpu:
+    _add_graph(program, builder, receiver_fn, checkpoint_path,
+               save_variables, save_variables, mode, strip_default_attrs)
+  if tpu.export_to_tpu and mode == ModeKeys.PREDICT:
+    restore = not tpu.export_to_cpu
+    _add_graph(program, builder, receiver_fn, checkpoint_path, restore,
+               restore, _TPU_INFERENCE, strip_default_attrs)
+
+
+def _call_model_fn(program, receiver, mode):
+  labels = getattr(receiver, 'labels', None)
+  if mode != _TPU_INFERENCE:
+    return program.call_model_fn(receiver.features, labels, mode,
+                                 export=True)
+  with compat_tpu_inference.inference_context():
+    if program.tpu.export_api_version == 1:
+      return tpu_inference.model_fn_on_tpu(
+          lambda features: program.call_model_fn(
+              features, labels, ModeKeys.PREDICT, export=True),
+          receiver.features)
+    return program.call_model_fn(receiver.features, labels,
+                                 ModeKeys.PREDICT, export=True, use_tpu=True)
+
+
+def _add_graph(program, builder, receiver_fn, checkpoint_path, restore,
+               save_variables, mode, strip_default_attrs):
+  """Adds one meta graph: mode's (tags by EXPORT_TAG_MAP) or _TPU_INFERENCE
+  (tags serve, tpu); restores the checkpoint first when `restore`."""
   utils = tf_private.export_utils()
-  tags = utils.EXPORT_TAG_MAP[mode]
+  if mode == _TPU_INFERENCE:
+    tags = [tf.saved_model.SERVING, tf.saved_model.TPU]
+  else:
+    tags = utils.EXPORT_TAG_MAP[mode]
   graph = program_lib.new_graph(program)
   with graph.as_default():
     program_lib.create_global_step(program, graph)
     receiver = receiver_fn()
-    spec = program.call_model_fn(
-        receiver.features, getattr(receiver, 'labels', None), mode,
-        export=True)
+    spec = _call_model_fn(program, receiver, mode)
     export_outputs = utils.export_outputs_for_mode(
         mode=spec.mode, serving_export_outputs=spec.export_outputs,
         predictions=spec.predictions, loss=spec.loss,
@@ -123,7 +150,7 @@ def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
     signatures = utils.build_all_signature_defs(
         receiver.receiver_tensors, export_outputs,
         getattr(receiver, 'receiver_tensors_alternatives', None),
-        serving_only=(mode == ModeKeys.PREDICT))
+        serving_only=(spec.mode == ModeKeys.PREDICT))
     with _v1.Session(config=program.session_config) as session:
       local_init_op = (spec.scaffold.local_init_op or
                        _v1.train.Scaffold.default_local_init_op())
@@ -133,15 +160,16 @@ def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
             'Scaffold(saver=tf.train.Checkpoint(...)) in export is not '
             'supported by trainer.legacy: pass a tf.compat.v1.train.Saver.')
       saver = saver or _v1.train.Saver(sharded=True)
-      try:
-        saver.restore(session, checkpoint_path)
-      except tf.errors.NotFoundError as e:
-        raise ValueError(
-            'Could not load all requested variables from checkpoint. Please '
-            'make sure your model_fn does not expect variables that were not '
-            'saved in the checkpoint.\n\nEncountered error with mode '
-            f'`{mode}` while restoring checkpoint from: `{checkpoint_path}`. '
-            f'Full Traceback:\n\n{e}') from e
+      if restore:
+        try:
+          saver.restore(session, checkpoint_path)
+        except tf.errors.NotFoundError as e:
+          raise ValueError(
+              'Could not load all requested variables from checkpoint. '
+              'Please make sure your model_fn does not expect variables '
+              'that were not saved in the checkpoint.\n\nEncountered error '
+              f'with mode `{mode}` while restoring checkpoint from: '
+              f'`{checkpoint_path}`. Full Traceback:\n\n{e}') from e
       tf_private.add_train_op_to_builder(builder, spec.train_op)
       kwargs = dict(
           tags=tags, signature_def_map=signatures,

@@ -8,8 +8,8 @@ functions exactly as Estimator and TPUEstimator (use_tpu=False) do:
     global batch of the mode (when given), and passes input_context;
   * model_fn(features, labels, mode, params, config) with the arguments it
     names (params and config deep copies); TPUEstimator requires `params`,
-    adds params['batch_size'] (not when exporting) and params['use_tpu'] =
-    False, converts a TPUEstimatorSpec with as_estimator_spec() and adds its
+    adds params['batch_size'] (not when exporting) and params['use_tpu']
+    (False but in a TPU inference export's model_fn), converts a TPUEstimatorSpec with as_estimator_spec() and adds its
     examples/sec hook to training_hooks. Anything but a spec raises
     ValueError('model_fn should return an EstimatorSpec.').
 """
@@ -23,6 +23,7 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import estimator_calls
 from trainer.compat import tf_private
+from trainer.compat import tpu_inference
 from trainer.graph import hooks as hooks_lib
 
 ModeKeys = specs.ModeKeys
@@ -38,6 +39,9 @@ class TPUSettings:
   log_every_n_secs: Optional[float] = None
   export_to_cpu: bool = True
   export_to_tpu: bool = True
+  # export_saved_model_api_version: 1, TPUEstimator rewrites the model_fn
+  # for TPU inference; 2, the model_fn does (params['use_tpu'] is True).
+  export_api_version: int = 1
 
   def batch_size(self, mode):
     return {ModeKeys.TRAIN: self.train_batch_size,
@@ -122,10 +126,11 @@ class Program:
       return input_fn(**kwargs)
 
   def call_model_fn(self, features, labels, mode, export=False,
-                    config=None):
-    """The model_fn's EstimatorSpec (TPUEstimatorSpec converted); config:
-    what a model_fn taking `config` gets (default: a copy of the
-    RunConfig)."""
+                    config=None, use_tpu=False):
+    """The model_fn's EstimatorSpec (TPUEstimatorSpec converted, outside
+    any TPU inference context); config: what a model_fn taking `config`
+    gets (default: a copy of the RunConfig); use_tpu: a TPUEstimator's
+    params['use_tpu'] (True only for a TPU inference export)."""
     args = estimator_calls.fn_args(self.model_fn)
     if 'labels' not in args and labels is not None:
       raise ValueError(
@@ -139,7 +144,7 @@ class Program:
             "params['batch_size']")
       if not export and self.tpu.batch_size(mode) is not None:
         params['batch_size'] = self.tpu.batch_size(mode)
-      params['use_tpu'] = False
+      params['use_tpu'] = use_tpu
     tf.compat.v1.logging.info('Calling model_fn.')
     spec = estimator_calls.call_model_fn(self.model_fn, features, labels,
                                          mode, params,
@@ -147,7 +152,8 @@ class Program:
     tf.compat.v1.logging.info('Done calling model_fn.')
     if self.tpu is not None:
       if is_tpu_estimator_spec(spec):
-        spec = specs.tpu_spec_as_estimator_spec(spec)
+        with tpu_inference.outside_inference_context():
+          spec = specs.tpu_spec_as_estimator_spec(spec)
       spec = self._with_examples_hook(spec, mode)
     if not is_estimator_spec(spec):
       raise ValueError('model_fn should return an EstimatorSpec.')

@@ -461,8 +461,9 @@ class TPUEstimator(Estimator):
           'TPUEstimator(embedding_config_spec=...) (TPU embeddings) is not '
           'supported by trainer.legacy: use tf.tpu.experimental.embedding.'
           'TPUEmbedding under TPUStrategy, or a regular embedding lookup.')
-    if export_saved_model_api_version not in (1, 2) and getattr(
-        export_saved_model_api_version, 'value', None) not in (1, 2):
+    export_api_version = getattr(export_saved_model_api_version, 'value',
+                                 export_saved_model_api_version)
+    if export_api_version not in (1, 2):
       raise ValueError('export_saved_model_api_version should be 1 or 2; '
                        f'got {export_saved_model_api_version}.')
     _verify_model_fn_args(model_fn, params)
@@ -484,7 +485,7 @@ class TPUEstimator(Estimator):
         predict_batch_size=predict_batch_size,
         log_every_n_steps=log_every_n_steps,
         log_every_n_secs=log_every_n_secs, export_to_cpu=export_to_cpu,
-        export_to_tpu=export_to_tpu)
+        export_to_tpu=export_to_tpu, export_api_version=export_api_version)
 
   def _tpu_settings(self):
     return self._settings

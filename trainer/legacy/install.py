@@ -33,6 +33,7 @@ from trainer.legacy import hooks
 from trainer.legacy import in_memory_evaluator
 from trainer.legacy import inputs
 from trainer.legacy import run_config
+from trainer.legacy import tpu_inference
 from trainer.legacy import training
 from trainer.legacy import unsupported
 
@@ -109,6 +110,9 @@ def _namespaces():
          'RunConfig': run_config.TPURunConfig,
          'TPUConfig': run_config.TPUConfig,
          'InputPipelineConfig': run_config.InputPipelineConfig}
+  tpu_estimator = dict(tpu, **{n: getattr(tpu_inference, n) for n in (
+      'BatchConfig', 'ExportSavedModelApiVersion', 'inference_on_tpu',
+      'model_fn_inference_on_tpu')})
   v2 = {
       'Estimator': estimator_lib.EstimatorV2,
       'EstimatorSpec': specs.EstimatorSpec, 'ModeKeys': specs.ModeKeys,
@@ -213,7 +217,7 @@ def _namespaces():
       '.export.export_output': ({n: export_names[n] for n in _EXPORT_NAMES
                                  if n.endswith('Output')}, False),
       '.tpu': (tpu, True),
-      '.tpu.tpu_estimator': (tpu, False),
+      '.tpu.tpu_estimator': (tpu_estimator, False),
       '.tpu.tpu_config': (tpu, False),
       '.tpu.util': ({'parse_iterations_per_loop':
                          run_config.parse_iterations_per_loop,
@@ -242,8 +246,8 @@ def _namespaces():
                'tensorflow_estimator.python.estimator'):
     for suffix, entry in private.items():
       found[base + suffix] = entry
-  for name in ('tpu_estimator', 'tpu_config'):
-    found[f'tensorflow.python.tpu.{name}'] = (tpu, False)
+  found['tensorflow.python.tpu.tpu_estimator'] = (tpu_estimator, False)
+  found['tensorflow.python.tpu.tpu_config'] = (tpu, False)
   return found
 
 
