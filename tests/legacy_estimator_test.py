@@ -891,3 +891,33 @@ def test_tpu_export_without_the_cpu_graph_fails_off_tpu(tmp_path):
   finished = [p for p in glob.glob(str(export_base / '*'))
               if 'temp-' not in os.path.basename(p)]
   assert not finished
+
+
+def test_export_with_a_checkpoint_as_the_scaffold_saver(tmp_path):
+  """Scaffold(saver=tf.train.Checkpoint(...)) in PREDICT: the export restores
+  and saves what the Checkpoint tracks (its object-graph names)."""
+  est = _estimator(tmp_path)
+  est.train(train_input_fn, max_steps=2)
+
+  def checkpoint_saver_model_fn(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    if mode != ModeKeys.PREDICT:
+      return spec
+    with v1.variable_scope('linear', reuse=True):
+      weights = v1.get_variable('w')
+    return spec._replace(scaffold=v1.train.Scaffold(
+        saver=tf.train.Checkpoint(weights=weights)))
+
+  exporter = _API.Estimator(checkpoint_saver_model_fn,
+                            model_dir=est.model_dir, params={})
+  with pytest.raises(ValueError, match='Could not load all requested'):
+    exporter.export_saved_model(str(tmp_path / 'export'), _serving_input_fn)
+  weights = tf.train.Checkpoint(weights=tf.Variable(
+      est.get_variable_value('linear/w')))
+  weights.save(str(tmp_path / 'object_ckpt' / 'ckpt'))
+  path = exporter.export_saved_model(
+      str(tmp_path / 'export'), _serving_input_fn,
+      checkpoint_path=tf.train.latest_checkpoint(str(tmp_path / 'object_ckpt')))
+  names = [name for name, _ in tf.train.list_variables(
+      os.path.join(path.decode(), 'variables', 'variables'))]
+  assert 'weights/.ATTRIBUTES/VARIABLE_VALUE' in names

@@ -164,6 +164,15 @@ def saved_model_variables_path(export_dir):
           path_helpers.get_variables_path(export_dir))
 
 
+def saver_for_checkpoint(checkpoint):
+  """A sharded tf.compat.v1 Saver of what a tf.train.Checkpoint tracks (the
+  saver Estimator exports a Scaffold(saver=Checkpoint) with)."""
+  from tensorflow.python.checkpoint import graph_view  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  return tf.compat.v1.train.Saver(
+      var_list=graph_view.ObjectGraphView(checkpoint).frozen_saveable_objects(),
+      sharded=True)
+
+
 def add_train_op_to_builder(builder, train_op):
   """SavedModelBuilder._add_train_op: what Estimator's export does to keep a
   TRAIN graph's train op in the SavedModel."""

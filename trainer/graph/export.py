@@ -156,9 +156,7 @@ def _add_graph(program, builder, receiver_fn, checkpoint_path, restore,
                        _v1.train.Scaffold.default_local_init_op())
       saver = spec.scaffold.saver
       if isinstance(saver, tf.train.Checkpoint):
-        raise NotImplementedError(
-            'Scaffold(saver=tf.train.Checkpoint(...)) in export is not '
-            'supported by trainer.legacy: pass a tf.compat.v1.train.Saver.')
+        saver = tf_private.saver_for_checkpoint(saver)
       saver = saver or _v1.train.Saver(sharded=True)
       if restore:
         try:
