@@ -20,6 +20,7 @@ from trainer.compat import facade_private
 from trainer.legacy import behavior
 from trainer.legacy import cluster
 from trainer.legacy import estimator as estimator_lib
+from trainer.legacy import gc
 from trainer.legacy import export
 from trainer.legacy import hooks
 from trainer.legacy import install
@@ -307,3 +308,14 @@ def test_keras_model_to_estimator_is_refused_by_name():
   with pytest.raises(unsupported.UnsupportedApiError,
                      match='model_to_estimator.*Instead: train the Keras'):
     tf_keras.estimator.model_to_estimator(keras_model=model)
+
+
+def test_gc_lists_through_the_platform_gfile_and_strips_gcs_slashes():
+  """Estimator's gc lists with gfile.ListDirectory (its tests mock it), whose
+  GCS entries end with '/'."""
+  from unittest import mock  # pylint: disable=g-import-not-at-top
+  with mock.patch('tensorflow.python.platform.gfile.ListDirectory',
+                  return_value=['1700000001/', 'x/', '1700000000/']):
+    paths = gc._get_paths('gs://bucket/foo', gc.export_version)  # pylint: disable=protected-access
+  assert paths == [gc.Path('gs://bucket/foo/1700000000', 1700000000),
+                   gc.Path('gs://bucket/foo/1700000001', 1700000001)]

@@ -8,6 +8,8 @@
     (the cadence and listeners of a CheckpointSaverHook, the last step of a
     StopAtStepHook), so the tf2 runner and the facade can honour them
     without a Session;
+  * gfile.ListDirectory looked up on TF's platform module at each call
+    (Estimator's gc lists export directories so, and its tests mock it);
   * eager execution as a context (`context.eager_mode()`) and whether
     control flow v2 is on: a program that disabled TF2 behaviour gets it
     back for the facade's tf2-runner calls only.
@@ -18,6 +20,7 @@ reads each on every lane.
 # pylint: disable=g-direct-tensorflow-import,protected-access
 from tensorflow.python.eager import context
 from tensorflow.python.ops import control_flow_util
+from tensorflow.python.platform import gfile
 from tensorflow.python.saved_model.model_utils import export_output
 from tensorflow.python.training import basic_session_run_hooks
 
@@ -65,3 +68,8 @@ def eager_mode():
 
 def control_flow_v2_enabled():
   return control_flow_util.ENABLE_CONTROL_FLOW_V2
+
+
+def list_directory(path):
+  """gfile.ListDirectory(path), as the platform module has it now."""
+  return gfile.ListDirectory(path)

@@ -13,6 +13,8 @@ import os
 
 import tensorflow as tf
 
+from trainer.compat import facade_private
+
 Path = collections.namedtuple('Path', 'path export_version')
 
 
@@ -81,7 +83,7 @@ def _get_paths(base_dir, parser):
   """The sorted Paths of base_dir's entries that `parser` (a Path with
   export_version None -> a Path, or None to skip it) accepts."""
   paths = []
-  for name in tf.io.gfile.listdir(base_dir):
+  for name in facade_private.list_directory(base_dir):
     name = tf.compat.as_str_any(name).rstrip('/')
     path = parser(Path(os.path.join(tf.compat.as_str_any(base_dir), name),
                        None))
