@@ -921,3 +921,24 @@ def test_export_with_a_checkpoint_as_the_scaffold_saver(tmp_path):
   names = [name for name, _ in tf.train.list_variables(
       os.path.join(path.decode(), 'variables', 'variables'))]
   assert 'weights/.ATTRIBUTES/VARIABLE_VALUE' in names
+
+
+@pytest.mark.parametrize('kwargs, error, message', [
+    ({'train_batch_size': 1.0}, TypeError, 'train_batch_size must be int'),
+    ({'train_batch_size': 8, 'eval_batch_size': 0}, ValueError,
+     'eval_batch_size must be positive'),
+    ({'train_batch_size': 8, 'predict_batch_size': np.float32(4)}, TypeError,
+     'predict_batch_size must be int'),
+    ({'train_batch_size': None}, ValueError, 'cannot be `None`')])
+def test_tpu_estimator_checks_batch_sizes_on_tpu(kwargs, error, message):
+  """use_tpu=True: batch sizes are checked in the constructor (TypeError for
+  a non-int, ValueError for a non-positive one), before any TPU is
+  looked for."""
+  config = _API.TPURunConfig(master='', tpu_config=_API.TPUConfig(
+      iterations_per_loop=2))
+  with pytest.raises(error, match=message):
+    _API.TPUEstimator(model_fn=lambda features, labels, mode, params: None,
+                      config=config, use_tpu=True, **kwargs)
+  ok = _API.TPUEstimator(model_fn=lambda features, labels, mode, params: None,
+                         config=config, use_tpu=False, **kwargs)
+  assert ok.config.tpu_config.iterations_per_loop == 2

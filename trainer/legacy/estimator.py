@@ -445,17 +445,23 @@ class TPUEstimator(Estimator):
     if params is not None and any(k in params for k in _RESERVED_PARAMS_KEYS):
       raise ValueError(f'{list(_RESERVED_PARAMS_KEYS)} are reserved keys but '
                        f'existed in params {params}.')
-    if use_tpu and cluster.is_fallback(config.cluster):
-      cluster.log_use_tpu_fallback()
-      use_tpu = False
     if use_tpu:
       if train_batch_size is None:
         raise ValueError('`train_batch_size` cannot be `None`')
+      if (config.tpu_config.per_host_input_for_training is
+          run_config.InputPipelineConfig.PER_SHARD_V1 and
+          config.tpu_config.num_cores_per_replica):
+        raise ValueError(
+            'Model parallelism only supports per host input for training. '
+            'Please adjust TPURunconfig.per_host_input_for_training.')
       for name, value in (('train_batch_size', train_batch_size),
                           ('eval_batch_size', eval_batch_size),
                           ('predict_batch_size', predict_batch_size)):
-        if value is not None and (not isinstance(value, int) or value <= 0):
-          raise ValueError(f'{name} must be positive integer; got {value}.')
+        if value is not None:
+          run_config.check_positive_integer(value, name)
+    if use_tpu and cluster.is_fallback(config.cluster):
+      cluster.log_use_tpu_fallback()
+      use_tpu = False
     if embedding_config_spec is not None:
       raise NotImplementedError(
           'TPUEstimator(embedding_config_spec=...) (TPU embeddings) is not '
