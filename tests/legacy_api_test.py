@@ -17,6 +17,7 @@ import tensorflow as tf
 from tests import testutil
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import facade_private
+from trainer.compat import fake_summary_writer
 from trainer.legacy import behavior
 from trainer.legacy import cluster
 from trainer.legacy import estimator as estimator_lib
@@ -69,7 +70,15 @@ def test_public_and_private_paths_resolve_to_the_facade():
        'PredictOutput'),
       ('tensorflow_estimator.python.estimator.model_fn', 'EstimatorSpec'),
       ('tensorflow_estimator.python.estimator.run_config', 'RunConfig'),
-      ('tensorflow_estimator.python.estimator.training', 'TrainSpec')):
+      ('tensorflow_estimator.python.estimator.training', 'TrainSpec'),
+      ('tensorflow_estimator.python.estimator.tpu.tpu_estimator',
+       'model_fn_inference_on_tpu'),
+      ('tensorflow_estimator.python.estimator.hooks.basic_session_run_hooks',
+       'SummarySaverHook'),
+      ('tensorflow_estimator.python.estimator.hooks.session_run_hook',
+       'SessionRunArgs'),
+      ('tensorflow_estimator.python.estimator.hooks.fake_summary_writer',
+       'FakeSummaryWriter')):
     assert hasattr(importlib.import_module(path), name), path
   from tensorflow.python.estimator import estimator  # pylint: disable=g-import-not-at-top
   assert estimator._load_global_step_from_checkpoint_dir('/nonexistent') == 0  # pylint: disable=protected-access
@@ -319,3 +328,46 @@ def test_gc_lists_through_the_platform_gfile_and_strips_gcs_slashes():
     paths = gc._get_paths('gs://bucket/foo', gc.export_version)  # pylint: disable=protected-access
   assert paths == [gc.Path('gs://bucket/foo/1700000000', 1700000000),
                    gc.Path('gs://bucket/foo/1700000001', 1700000001)]
+
+
+def test_fake_summary_writer_records_a_summary_saver_hooks_summaries(
+    tmp_path):
+  """Installed, FileWriterCache hands out FakeSummaryWriters that keep each
+  step's summaries; uninstalled, TF's FileWriter is back."""
+  fake = fake_summary_writer.FakeSummaryWriter
+  original = tf.compat.v1.summary.FileWriter
+  fake.install()
+  try:
+    with pytest.raises(ValueError, match='already installed'):
+      fake.install()
+    with tf.Graph().as_default():
+      step = tf.compat.v1.train.get_or_create_global_step()
+      summary = tf.compat.v1.summary.scalar('two', tf.constant(2.0))
+      hook = tf.compat.v1.train.SummarySaverHook(
+          save_steps=2, output_dir=str(tmp_path), summary_op=summary)
+      increment = tf.compat.v1.assign_add(step, 1)
+      with tf.compat.v1.train.SingularMonitoredSession(hooks=[hook]) as sess:
+        for _ in range(4):
+          sess.run(increment)
+      writer = tf.compat.v1.summary.FileWriterCache.get(str(tmp_path))
+    assert isinstance(writer, fake)
+    steps = sorted(writer.summaries)  # Every 2 steps from the first.
+    assert len(steps) == 2 and steps[1] - steps[0] == 2
+    writer.assert_summaries(
+        absltest_case(), expected_logdir=str(tmp_path),
+        expected_summaries={s: {'two': 2.0} for s in steps})
+    with pytest.raises(AssertionError):
+      writer.assert_summaries(absltest_case(),
+                              expected_summaries={steps[0]: {'two': 3.0}})
+  finally:
+    fake.uninstall()
+    tf.compat.v1.summary.FileWriterCache.clear()
+  with pytest.raises(ValueError, match='not installed'):
+    fake.uninstall()
+  from tensorflow.python.summary.writer import writer as writer_lib  # pylint: disable=g-import-not-at-top
+  assert writer_lib.FileWriter is original
+
+
+def absltest_case():
+  import unittest  # pylint: disable=g-import-not-at-top
+  return unittest.TestCase()

@@ -21,6 +21,7 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import estimator_calls
+from trainer.compat import fake_summary_writer
 from trainer.graph import eval_summaries
 from trainer.graph import hooks as graph_hooks
 from trainer.graph import inputs as graph_inputs
@@ -208,6 +209,14 @@ def _namespaces():
                           False),
       '.hooks': (dict(stop_at_checkpoint), True),
       '.hooks.hooks': (dict(stop_at_checkpoint), False),
+      '.hooks.basic_session_run_hooks': (
+          {n: getattr(hooks, n) for n in _HOOK_NAMES
+           if not n.startswith('SessionRun')}, False),
+      '.hooks.session_run_hook': (
+          {n: getattr(hooks, n) for n in _HOOK_NAMES
+           if n.startswith('SessionRun')}, False),
+      '.hooks.fake_summary_writer': (
+          {'FakeSummaryWriter': fake_summary_writer.FakeSummaryWriter}, False),
       '.exporter': ({n: v2[n] for n in ('BestExporter', 'Exporter',
                                         'FinalExporter', 'LatestExporter')},
                     False),
