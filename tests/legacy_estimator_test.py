@@ -549,12 +549,37 @@ def test_train_and_evaluate_evaluates_after_each_checkpoint(tmp_path, api):
                                 None)
 
 
-def test_strategy_in_run_config_must_match_the_runners(tmp_path, api):
-  config = api.RunConfig(
-      train_distribute=tf.distribute.OneDeviceStrategy('/cpu:0'))
-  est = _estimator(tmp_path, config=config)
-  est.train(train_input_fn, steps=1)  # One replica, as the runner's.
-  assert est.get_variable_value('global_step') == 1
+@pytest.mark.parametrize('strategy', ['one_device', 'mirrored_1'])
+def test_one_replica_strategy_runs_as_in_a_session(tmp_path, strategy):
+  """RunConfig(train_distribute/eval_distribute=<one replica>), as
+  official/r1 models set by default: a stateful op nothing fetches never
+  runs, metric values keep their dtypes, as without a strategy."""
+  make = {'one_device': lambda: tf.distribute.OneDeviceStrategy('/cpu:0'),
+          'mirrored_1': lambda: tf.distribute.MirroredStrategy(['/cpu:0'])}
+  config = _API.RunConfig(train_distribute=make[strategy](),
+                          eval_distribute=make[strategy]())
+  calls = []
+
+  def side_effect(x):
+    calls.append(1)
+    return x
+
+  def counting_model_fn(features, labels, mode, params):
+    tf.numpy_function(side_effect, [tf.constant(1.0)], tf.float32)
+    spec = model_fn(features, labels, mode, params)
+    if mode != ModeKeys.EVAL:
+      return spec
+    count = v1.metrics.true_positives(labels, labels)
+    return spec._replace(eval_metric_ops={
+        'count_int64': (tf.cast(count[0], tf.int64), count[1])})
+
+  est = _API.Estimator(counting_model_fn, model_dir=str(tmp_path / 'model'),
+                       config=config, params={})
+  est.train(train_input_fn, steps=3)
+  results = est.evaluate(eval_input_fn)
+  assert calls == []
+  assert est.get_variable_value('global_step') == 3
+  assert isinstance(results['count_int64'], np.int64)
 
 
 def test_feature_column_input_layer_in_a_model_fn(tmp_path, api):
@@ -942,3 +967,26 @@ def test_tpu_estimator_checks_batch_sizes_on_tpu(kwargs, error, message):
   ok = _API.TPUEstimator(model_fn=lambda features, labels, mode, params: None,
                          config=config, use_tpu=False, **kwargs)
   assert ok.config.tpu_config.iterations_per_loop == 2
+
+
+def test_export_all_restores_the_checkpoint_into_every_mode(tmp_path):
+  """Each meta graph restores the checkpoint: a PREDICT graph with a
+  variable the checkpoint lacks fails the export after the TRAIN graph."""
+  est = _estimator(tmp_path)
+  est.train(train_input_fn, max_steps=2)
+
+  def predict_only_variable_model_fn(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    if mode == ModeKeys.PREDICT:
+      v1.get_variable('predict_only', [])
+    return spec
+
+  exporter = _API.Estimator(predict_only_variable_model_fn,
+                            model_dir=est.model_dir, params={})
+  features, labels = next(iter(eval_input_fn()))
+  receiver_fn = _API.build_raw_supervised_input_receiver_fn(
+      {'x': features['x']}, labels)
+  with pytest.raises(ValueError, match='mode `infer` while restoring'):
+    exporter.experimental_export_all_saved_models(
+        str(tmp_path / 'export'), {ModeKeys.TRAIN: receiver_fn,
+                                   ModeKeys.PREDICT: _serving_input_fn})

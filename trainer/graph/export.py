@@ -91,13 +91,15 @@ def _export_all(program, export_dir_base, input_receiver_fn_map,
 
 def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
                     save_variables, mode, strip_default_attrs):
-  """The mode's meta graph; for a TPUEstimator, as it exports: the CPU graph
+  """The mode's meta graph, restored from the checkpoint (so a graph with a
+  variable the checkpoint lacks fails), saving the variables if
+  save_variables; for a TPUEstimator, as it exports: the CPU graph
   (export_to_cpu) and, in PREDICT, the TPU inference graph (export_to_tpu),
   which restores and saves the variables only without the CPU graph."""
   tpu = program.tpu
   if tpu is None:
-    _add_graph(program, builder, receiver_fn, checkpoint_path,
-               save_variables, save_variables, mode, strip_default_attrs)
+    _add_graph(program, builder, receiver_fn, checkpoint_path, True,
+               save_variables, mode, strip_default_attrs)
     return
   if tpu.export_to_tpu and mode != ModeKeys.PREDICT:
     _v1.logging.warn(
@@ -106,8 +108,8 @@ def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
   if not tpu.export_to_cpu and not tpu.export_to_tpu:
     raise ValueError('One of export_to_cpu and export_to_tpu must be true.')
   if tpu.export_to_cpu:
-    _add_graph(program, builder, receiver_fn, checkpoint_path,
-               save_variables, save_variables, mode, strip_default_attrs)
+    _add_graph(program, builder, receiver_fn, checkpoint_path, True,
+               save_variables, mode, strip_default_attrs)
   if tpu.export_to_tpu and mode == ModeKeys.PREDICT:
     restore = not tpu.export_to_cpu
     _add_graph(program, builder, receiver_fn, checkpoint_path, restore,

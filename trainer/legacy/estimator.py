@@ -177,6 +177,17 @@ def _check_listeners_type(listeners):
   return listeners
 
 
+def _is_distributed(strategy):
+  """A strategy of several replicas, on TPU, or across workers."""
+  if strategy is None:
+    return False
+  return (strategy.num_replicas_in_sync > 1 or
+          isinstance(strategy, (tf.distribute.TPUStrategy,
+                                tf.distribute.MultiWorkerMirroredStrategy)) or
+          'TPU' in type(strategy).__name__ or
+          'MultiWorker' in type(strategy).__name__)
+
+
 def _multi_worker(config):
   """A TF_CONFIG cluster of several chief/worker tasks and no ps."""
   workers, ps = run_config.training_cluster(config)
@@ -265,10 +276,14 @@ class Estimator:
     return None  # TPUEstimator: its TPUSettings.
 
   def _needs_tf2(self, mode):
-    """Whether `mode` runs under tf.distribute (the tf2 runner)."""
+    """Whether `mode` runs under tf.distribute (the tf2 runner): with a
+    strategy of several replicas, a TPU or multi-worker one, or a TF_CONFIG
+    cluster of workers. A one-replica strategy (OneDeviceStrategy, a
+    MirroredStrategy of one device) runs on the graph engine, as Estimator
+    runs it: in a Session, with the same results as without it."""
     distribution = (self._train_distribution if mode == ModeKeys.TRAIN
                     else self._eval_distribution)
-    return distribution is not None or _multi_worker(self._config)
+    return _is_distributed(distribution) or _multi_worker(self._config)
 
   def _backend(self):
     return backend.Backend(backend.Model(

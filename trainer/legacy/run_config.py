@@ -321,6 +321,8 @@ class RunConfig:
               checkpoint_save_graph_def=checkpoint_save_graph_def)
     strategies = [s for s in (train_distribute, eval_distribute) if s]
     if any(not _is_tpu_strategy(s) for s in strategies):
+      tf.compat.v1.logging.info(
+          'Initializing RunConfig with distribution strategies.')
       self._init_with_strategy(tf_config)
     else:
       self._init_from(tf_config)
