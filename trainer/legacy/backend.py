@@ -215,8 +215,10 @@ class Backend:
     metrics = runner.evaluate(steps, checkpoint_path=checkpoint_path,
                               hooks=hooks, name=name)
     step = np.int64(metrics.pop('global_step'))
-    result = {k: np.float32(v) if np.ndim(v) == 0 else v
-              for k, v in metrics.items()}
+    # As a Session returns them: numpy values of the metric's dtype (bytes
+    # for a string); a plain Python number becomes np.float32.
+    result = {k: v if isinstance(v, (np.generic, np.ndarray, bytes))
+              else np.float32(v) for k, v in metrics.items()}
     result['global_step'] = step  # (The runner logged 'Saving dict ...'.)
     return result
 

@@ -14,6 +14,7 @@ user's functions with exactly what Estimator or TPUEstimator gives them
     a tf.data.Dataset.
 """
 
+import copy
 import re
 import types
 
@@ -83,7 +84,7 @@ class RunnerFns:
   def input_fn(self, mode, params, input_context=None):
     """The user's input_fn with Estimator's arguments; a tf.data.Dataset."""
     model = self.model
-    user_params = dict(model.params)
+    user_params = copy.copy(model.params)  # Its type, as Estimator's.
     if model.is_tpu:
       if 'params' not in estimator_calls.fn_args(self._input_fn):
         raise ValueError(
@@ -102,7 +103,7 @@ class RunnerFns:
   def model_fn(self, features, labels, mode, params):
     """The user's model_fn with Estimator's arguments; its spec."""
     model = self.model
-    user_params = dict(model.params)
+    user_params = copy.copy(model.params)  # Its type, as Estimator's.
     if model.is_tpu:
       if params['batch_size'] is None:  # Export: predict_batch_size.
         batch = model.predict_batch_size

@@ -388,9 +388,9 @@ class Evaluation:
     of the input when None)."""
     runner = self.runner
     dataset = runner.dataset(ModeKeys.EVAL, input_fn)
-    eval_steps, graph, count, ended = None, None, 0, True
+    eval_steps, graph, count, ended, stop = None, None, 0, True, False
     for element in dataset:
-      if steps is not None and count >= steps:
+      if stop or (steps is not None and count >= steps):
         ended = False
         break
       if eval_steps is None:
@@ -401,8 +401,11 @@ class Evaluation:
           graph = self._metrics_graph(metric_args)
         graph.run(graph.updates, graph.feed({'loss': loss,
                                              'args': metric_args}))
-        if self._hooks:
-          self._hooks.after_steps([hooked], self._step(), self._step)
+        # A hook's request_stop() ends the evaluation after this batch, as
+        # it ends a MonitoredSession's loop.
+        if self._hooks and self._hooks.after_steps([hooked], self._step(),
+                                                   self._step):
+          stop = True
       count += 1
     if eval_steps is None:
       raise ValueError('Evaluation input produced no batch.')
@@ -473,9 +476,8 @@ class Evaluation:
         predict_fn = self._prepare(make_fn, element, checkpoint_path, hooks)
       with runner.scope():
         outputs = predict_fn(element)
-      if self._hooks:
-        self._hooks.after_steps([[v.numpy() for v in outputs['hooks']]],
-                                self._step(), self._step)
+      stop = self._hooks and self._hooks.after_steps(
+          [[v.numpy() for v in outputs['hooks']]], self._step(), self._step)
       predictions = outputs['predictions']
       if not isinstance(predictions, dict):
         predictions = {'predictions': predictions}
@@ -487,9 +489,25 @@ class Evaluation:
                          f'predictions {sorted(predictions)}.')
       if not yield_single_examples:
         yield arrays
-        continue
-      for i in range(len(next(iter(arrays.values())))):
-        yield {k: v[i] for k, v in arrays.items()}
+      else:
+        yield from _single_examples(arrays)
+      if stop:  # A hook's request_stop(): this batch was the last.
+        break
+    else:
+      if self._hooks:
+        self._hooks.input_ended(self._step)
     if self._hooks:
-      self._hooks.input_ended(self._step)
       self._hooks.end(self._step)
+
+
+def _single_examples(arrays):
+  """Yields {key: example} per example of a batch of predictions; ValueError
+  (Estimator's) unless every prediction has the first one's batch length."""
+  batch = None
+  for key, value in arrays.items():
+    batch = batch or value.shape[0]
+    if value.shape[0] != batch:
+      raise ValueError('Batch length of predictions should be same. '
+                       f'{key} has different batch length than others.')
+  for i in range(batch):
+    yield {key: value[i] for key, value in arrays.items()}

@@ -25,6 +25,7 @@ a tf.distribute.InputContext (input_context.py).
 """
 
 import contextlib
+import copy
 import os
 
 from absl import logging
@@ -198,8 +199,9 @@ class Tf2Runner:
     return input_fn
 
   def _user_params(self):
-    return dict(self._params if self._model_params is None
-                else self._model_params)
+    # A copy of the same type: a dict subclass (an AttrDict) stays one.
+    return copy.copy(self._params if self._model_params is None
+                     else self._model_params)
 
   def batch_size(self, mode):
     """The global batch of `mode`."""
@@ -231,7 +233,8 @@ class Tf2Runner:
       with op_seeds.input_fn_op_seeds():  # The estimator runner's seeds.
         return input_tensors.input_dataset(
             lambda: estimator_calls.call_input_fn(
-                input_fn, mode, dict(params), self.config, params['context']))
+                input_fn, mode, copy.copy(params), self.config,
+                params['context']))
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 

@@ -1,0 +1,121 @@
+"""What a Session-driven evaluate()/predict() does, kept by the tf2 runner.
+
+Each test runs the same program on the real Estimator (TF 2.15), on the
+facade's graph engine and on its tf2 runner (the TPU / multi-replica path,
+asked for here on one CPU replica) and asserts what Estimator does: a hook's
+request_stop() ends evaluate() and predict() after the batch that asked,
+predictions of different batch lengths are refused, metric values keep
+their dtype.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import testutil
+from trainer.api import specs
+from trainer.legacy import estimator as estimator_lib
+from trainer.legacy import run_config
+
+v1 = tf.compat.v1
+ModeKeys = specs.ModeKeys
+ENGINES = [pytest.param('real', marks=testutil.requires_estimator), 'graph',
+           'tf2']
+
+
+class StopAfterFirst(v1.train.SessionRunHook):
+
+  def after_run(self, run_context, run_values):
+    run_context.request_stop()
+
+
+def _model_fn(features, labels, mode, params):
+  del labels
+  spec = params['spec']
+  p = v1.layers.dense(features['x'], 1, name='d',
+                      kernel_initializer=v1.ones_initializer())
+  if mode == ModeKeys.PREDICT:
+    predictions = {'p': p}
+    if features.get('odd') is not None:
+      predictions['odd'] = features['odd']
+    return spec(mode, predictions=predictions)
+  loss = tf.reduce_mean(p)
+  return spec(mode, loss=loss, eval_metric_ops={
+      'n': v1.metrics.mean(tf.ones_like(p)),
+      'as_float64': (tf.constant(0.5, tf.float64), tf.no_op())})
+
+
+def _estimator(engine, tmp_path):
+  if engine == 'real':
+    return tf.estimator.Estimator(
+        _model_fn, model_dir=str(tmp_path),
+        params={'spec': tf.estimator.EstimatorSpec})
+  est = estimator_lib.Estimator(_model_fn, model_dir=str(tmp_path),
+                                config=run_config.RunConfig(),
+                                params={'spec': specs.EstimatorSpec})
+  if engine == 'tf2':
+    est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  return est
+
+
+def _input_fn(odd=False):
+  x = np.arange(8, dtype=np.float32).reshape(4, 2)
+  features = {'x': x}
+  if odd:
+    features['odd'] = np.zeros([4, 3], np.float32)
+  return lambda: tf.data.Dataset.from_tensor_slices(features).batch(2).map(
+      lambda f: dict(f, odd=f['odd'][:1]) if odd else f)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_request_stop_ends_evaluate_and_predict_after_the_batch(
+    engine, tmp_path):
+  est = _estimator(engine, tmp_path)
+  results = est.evaluate(_input_fn(), hooks=[StopAfterFirst()])
+  assert float(results['n']) == 1.0
+  assert float(results['loss']) == pytest.approx(3.0)  # Batch 1: p = 1, 5.
+  assert isinstance(results['as_float64'], np.float64)
+  predictions = [float(r['p'][0]) for r in est.predict(
+      _input_fn(), hooks=[StopAfterFirst()])]
+  assert predictions == [1.0, 5.0]
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_predictions_of_different_batch_lengths_are_refused(engine, tmp_path):
+  est = _estimator(engine, tmp_path)
+  est.evaluate(_input_fn(), steps=1)  # Initialises a model to predict with.
+  with pytest.raises(ValueError, match='Batch length of predictions'):
+    list(est.predict(_input_fn(odd=True)))
+
+
+class AttrDict(dict):
+  """params as HParams-like codebases pass them (ELECTRA, ALBERT)."""
+
+  def __getattr__(self, name):
+    try:
+      return self[name]
+    except KeyError:
+      raise AttributeError(name) from None
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_params_keep_their_type(engine, tmp_path):
+  seen = []
+
+  def model_fn(features, labels, mode, params):
+    seen.append((type(params).__name__, params.scale))
+    return _model_fn(features, labels, mode, params)
+
+  spec = tf.estimator.EstimatorSpec if engine == 'real' else (
+      specs.EstimatorSpec)
+  params = AttrDict(spec=spec, scale=2)
+  if engine == 'real':
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
+                                 params=params)
+  else:
+    est = estimator_lib.Estimator(model_fn, model_dir=str(tmp_path),
+                                  params=params)
+    if engine == 'tf2':
+      est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  est.evaluate(_input_fn(), steps=1)
+  assert seen and set(seen) == {('AttrDict', 2)}
