@@ -8,6 +8,8 @@ predictions of different batch lengths are refused, metric values keep
 their dtype.
 """
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -119,3 +121,31 @@ def test_params_keep_their_type(engine, tmp_path):
       est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
   est.evaluate(_input_fn(), steps=1)
   assert seen and set(seen) == {('AttrDict', 2)}
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_a_scaffold_saver_decides_how_many_checkpoints_stay(engine, tmp_path):
+  """Estimator's CheckpointSaverHook saves with the Scaffold's Saver: its
+  max_to_keep, not RunConfig.keep_checkpoint_max."""
+
+  def model_fn(features, labels, mode, params):
+    del labels
+    loss = tf.reduce_mean(v1.layers.dense(features['x'], 1, name='d'))
+    train_op = v1.train.GradientDescentOptimizer(0.01).minimize(
+        loss, v1.train.get_global_step())
+    return params['spec'](mode, loss=loss, train_op=train_op,
+                          scaffold=v1.train.Scaffold(
+                              saver=v1.train.Saver(max_to_keep=1)))
+
+  real = engine == 'real'
+  spec = tf.estimator.EstimatorSpec if real else specs.EstimatorSpec
+  config_cls = tf.estimator.RunConfig if real else run_config.RunConfig
+  estimator_cls = tf.estimator.Estimator if real else estimator_lib.Estimator
+  est = estimator_cls(model_fn, model_dir=str(tmp_path), params={'spec': spec},
+                      config=config_cls(save_checkpoints_steps=1,
+                                        keep_checkpoint_max=3))
+  if engine == 'tf2':
+    est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  est.train(lambda: _input_fn()().repeat(), steps=3)
+  kept = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+  assert [os.path.basename(p) for p in kept] == ['model.ckpt-3']

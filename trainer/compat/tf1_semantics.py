@@ -48,6 +48,7 @@ every idiom on both lanes.
 """
 
 import contextlib
+import inspect
 import sys
 import threading
 import weakref
@@ -171,6 +172,17 @@ def _traced_restore(saver, save_path):
         'Session: restore with tf.compat.v1.train.init_from_checkpoint.')
   with tf.init_scope():
     _restorers[-1](eager_saver(saver), save_path)
+
+
+def saver_max_to_keep(saver):
+  """A tf.compat.v1 Saver's max_to_keep, also of one made in a trace."""
+  if not hasattr(saver, 'traced_arguments'):
+    return saver._max_to_keep  # pylint: disable=protected-access
+  var_list, args, kwargs = saver.traced_arguments
+  bound = inspect.signature(_ORIGINAL_SAVER_INIT).bind(
+      saver, var_list, *args, **kwargs)
+  bound.apply_defaults()
+  return bound.arguments['max_to_keep']
 
 
 def eager_saver(saver):

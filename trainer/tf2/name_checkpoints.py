@@ -106,6 +106,16 @@ class ModuleCheckpoints:
         variables, self._directory, self._max_to_keep, self._strategy)
     return True
 
+  def keep_at_most(self, max_to_keep):
+    """Keeps the newest `max_to_keep` checkpoints from the next save on."""
+    if max_to_keep == self._max_to_keep:
+      return
+    self._max_to_keep = max_to_keep
+    if self._checkpoints is not None:
+      self._checkpoints = NameBasedCheckpoints(
+          self._module.variables_by_name(), self._directory, max_to_keep,
+          self._strategy)
+
   def restore(self, path):
     """Restores every tracked variable from checkpoint prefix `path`."""
     self._checkpoints.restore(path)

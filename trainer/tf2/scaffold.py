@@ -44,6 +44,16 @@ def saver_of(scaffold):
   return tf1_semantics.eager_saver(saver)
 
 
+def checkpoints_to_keep(scaffold, default):
+  """How many training checkpoints Estimator keeps: the Scaffold's Saver's
+  max_to_keep (its CheckpointSaverHook saves with it), else `default`
+  (RunConfig.keep_checkpoint_max)."""
+  saver = getattr(scaffold, 'saver', None) if scaffold is not None else None
+  if isinstance(saver, tf.compat.v1.train.Saver):
+    return tf1_semantics.saver_max_to_keep(saver)
+  return default
+
+
 def _is_distributed(variable):
   return isinstance(variable, tf.distribute.DistributedValues)
 

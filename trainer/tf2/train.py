@@ -44,6 +44,7 @@ from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
+from trainer.tf2 import scaffold as scaffold_lib
 from trainer.tf2 import strategy as strategy_lib
 from trainer.tf2 import summaries
 
@@ -181,7 +182,9 @@ class Training:
     with self._scope():
       tf.function(lambda iterator: run_step(next(iterator)),
                   autograph=False).get_concrete_function(self._iterator)
-    runner.load(self._spec)  # Its ScaffoldError first: more specific.
+    scaffold = runner.load(self._spec)  # Its ScaffoldError first.
+    runner.checkpoints.keep_at_most(scaffold_lib.checkpoints_to_keep(
+        scaffold, runner._params['keep_checkpoint_max']))  # pylint: disable=protected-access
     self._hooks_in_trace = True
     steps.append(make_step())
     self._checks.check(_TRAIN)
