@@ -149,3 +149,41 @@ def test_a_scaffold_saver_decides_how_many_checkpoints_stay(engine, tmp_path):
   est.train(lambda: _input_fn()().repeat(), steps=3)
   kept = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
   assert [os.path.basename(p) for p in kept] == ['model.ckpt-3']
+
+
+class LookupHook(v1.train.SessionRunHook):
+  """Looks its fetches up in before_run, by name and by collection."""
+
+  def __init__(self):
+    self.seen = []
+
+  def before_run(self, run_context):
+    graph = v1.get_default_graph()
+    return v1.train.SessionRunArgs(
+        (graph.get_tensor_by_name('lr:0'), v1.get_collection('my_loss')[0]))
+
+  def after_run(self, run_context, run_values):
+    self.seen.append(float(run_values.results[0]))
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_hooks_look_tensors_up_in_before_run_on_every_step(engine, tmp_path):
+
+  def model_fn(features, labels, mode, params):
+    del labels
+    loss = tf.reduce_mean(v1.layers.dense(features['x'], 1, name='d'))
+    v1.add_to_collection('my_loss', loss)
+    lr = tf.identity(0.25, name='lr')
+    train_op = v1.train.GradientDescentOptimizer(lr).minimize(
+        loss, v1.train.get_global_step())
+    return params['spec'](mode, loss=loss, train_op=train_op)
+
+  real = engine == 'real'
+  spec = tf.estimator.EstimatorSpec if real else specs.EstimatorSpec
+  estimator_cls = tf.estimator.Estimator if real else estimator_lib.Estimator
+  est = estimator_cls(model_fn, model_dir=str(tmp_path), params={'spec': spec})
+  if engine == 'tf2':
+    est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  hook = LookupHook()
+  est.train(lambda: _input_fn()().repeat(), steps=3, hooks=[hook])
+  assert hook.seen == [0.25, 0.25, 0.25]

@@ -258,16 +258,27 @@ class HookRunner:
       return fetch
     return None
 
+  @contextlib.contextmanager
+  def _in_traced_graph(self):
+    """Within: the traced graph is the default, with the trace's
+    collections, as in a Session's run (a hook's before_run may look
+    tensors up by name or collection)."""
+    from trainer.tf2 import model_fn_adapter  # pylint: disable=g-import-not-at-top
+    if self._graph is None:
+      yield
+      return
+    with self._graph.as_default(), model_fn_adapter.fresh_collections(
+        self._collections), tf1_semantics.graph_semantics(), (
+            _quiet_collection_noise()):
+      yield
+
   def restart(self):
     """Calls every hook's begin() again in the traced graph, with the
     collections of the trace, as a new Estimator.train() call would
     (timers restart)."""
-    from trainer.tf2 import model_fn_adapter  # pylint: disable=g-import-not-at-top
     self._first_args = None  # Each step's before_run is called again.
     self.session_started = False
-    with self._graph.as_default(), model_fn_adapter.fresh_collections(
-        self._collections), tf1_semantics.graph_semantics(), (
-            _quiet_collection_noise()):
+    with self._in_traced_graph():
       for hook in self.hooks:
         hook.begin()
 
@@ -296,7 +307,7 @@ class HookRunner:
     del global_step  # Each step's value is known: first_step + offset.
     start = getattr(self, '_loop_start', None) or time.time()
     end = time.time()
-    with _replay_clock() as clock:
+    with _replay_clock() as clock, self._in_traced_graph():
       stop = self._replay(step_values, first_step, clock, start, end)
     self._loop_start = time.time()
     return stop
