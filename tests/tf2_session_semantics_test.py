@@ -187,3 +187,16 @@ def test_hooks_look_tensors_up_in_before_run_on_every_step(engine, tmp_path):
   hook = LookupHook()
   est.train(lambda: _input_fn()().repeat(), steps=3, hooks=[hook])
   assert hook.seen == [0.25, 0.25, 0.25]
+
+
+def test_a_tf1_strategy_predicts_on_the_tf2_runner(tmp_path):
+  """tf.compat.v1.distribute strategies have no gather(): predictions are
+  the local replicas' concatenated."""
+  config = run_config.RunConfig(
+      eval_distribute=v1.distribute.OneDeviceStrategy('/cpu:0'))
+  est = estimator_lib.Estimator(_model_fn, model_dir=str(tmp_path),
+                                config=config,
+                                params={'spec': specs.EstimatorSpec})
+  est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  assert [float(r['p'][0]) for r in est.predict(_input_fn())] == [
+      1.0, 5.0, 9.0, 13.0]

@@ -45,6 +45,7 @@ from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
 from trainer.tf2 import spec as spec_lib
+from trainer.tf2 import strategy as strategy_lib
 
 ModeKeys = estimator_compat.ModeKeys
 _MEAN = tf.distribute.ReduceOp.MEAN
@@ -324,7 +325,7 @@ class Evaluation:
 
       def gathered(value):
         if strategy.experimental_local_results(value)[0].shape.rank:
-          return strategy.gather(value, axis=0)
+          return strategy_lib.gather(strategy, value, axis=0)
         return strategy.reduce(_MEAN, value, axis=None)
 
       combined = {'hooks': [strategy.experimental_local_results(t)[0]

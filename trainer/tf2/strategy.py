@@ -132,3 +132,11 @@ def input_host_device(strategy):
     return '/job:localhost/replica:0/task:0/device:CPU:0'
   spec = tf.DeviceSpec.from_string(worker)
   return spec.replace(device_type='CPU', device_index=0).to_string()
+
+
+def gather(strategy, value, axis=0):
+  """Every replica's `value` concatenated along `axis`, across workers too;
+  a tf.compat.v1 strategy (no `gather`) concatenates its local replicas'."""
+  if hasattr(strategy, 'gather'):
+    return strategy.gather(value, axis=axis)
+  return tf.concat(strategy.experimental_local_results(value), axis=axis)

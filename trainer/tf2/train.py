@@ -199,7 +199,7 @@ class Training:
         def train_step():
           loss, host_tensors, hook_tensors = run_step(element.get_value())
           written = losses.write(i, strategy.reduce(_MEAN, loss, axis=None))
-          host_written = tuple(array.write(i, strategy.gather(t, axis=0))
+          host_written = tuple(array.write(i, strategy_lib.gather(strategy, t, axis=0))
                                for array, t in zip(host, host_tensors))
           # The first replica's (see _trace_hooks), serialised: the hooks
           # are traced with this body, after the arrays' dtypes are set.
