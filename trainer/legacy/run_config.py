@@ -341,8 +341,11 @@ class RunConfig:
     if (not cluster or TaskType.MASTER in cluster.jobs or
         not self._train_distribute):
       self._init_from(tf_config)
+      tf.compat.v1.logging.info('Not using Distribute Coordinator.')
       return
     self._cluster_spec = cluster
+    tf.compat.v1.logging.info('RunConfig initialized for Distribute '
+                              'Coordinator with INDEPENDENT_WORKER mode')
 
   def _default_session_config(self):
     if not self._session_config and self._cluster_spec:
@@ -570,3 +573,13 @@ class TPURunConfig(RunConfig):
     if tpu_config is not None:
       new._tpu_config = tpu_config  # pylint: disable=protected-access
     return new
+
+
+def uses_distribute_coordinator(config):
+  """Whether Estimator runs train_and_evaluate with its Distribute
+  Coordinator: a (non-TPU) train_distribute strategy and a TF_CONFIG
+  cluster without a master."""
+  cluster = config.cluster_spec
+  return bool(config.train_distribute and
+              not _is_tpu_strategy(config.train_distribute) and cluster and
+              TaskType.MASTER not in cluster.jobs)

@@ -349,6 +349,10 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     raise ValueError(
         'For distributed training, there can only be one `evaluator` task '
         f'(with task id 0).  Given task id {config.task_id}')
+  if run_config.uses_distribute_coordinator(config):
+    logging.info('Running `train_and_evaluate` with Distribute Coordinator.')
+  else:
+    logging.info('Not using Distribute Coordinator.')
   # As Estimator: a distributed task (chief, worker, evaluator) returns None;
   # a local run (metrics, export results), both None when nothing trained.
   if task == run_config.TaskType.EVALUATOR:
@@ -359,6 +363,9 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
                     hooks=train_spec.hooks,
                     saving_listeners=train_spec.saving_listeners)
     return None
+  if not config.cluster_spec:
+    logging.info('Running training and evaluation locally '
+                 '(non-distributed).')
   logging.info(
       'Start train and evaluate loop. The evaluate will happen after every '
       'checkpoint. Checkpoint frequency is determined based on RunConfig '
