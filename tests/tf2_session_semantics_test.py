@@ -200,3 +200,37 @@ def test_a_tf1_strategy_predicts_on_the_tf2_runner(tmp_path):
   est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
   assert [float(r['p'][0]) for r in est.predict(_input_fn())] == [
       1.0, 5.0, 9.0, 13.0]
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_train_logs_the_loss_of_the_final_step(engine, tmp_path):
+  import logging  # pylint: disable=g-import-not-at-top
+
+  def model_fn(features, labels, mode, params):
+    del labels
+    loss = tf.reduce_mean(v1.layers.dense(
+        features['x'], 1, name='d', kernel_initializer=v1.ones_initializer()))
+    train_op = v1.train.GradientDescentOptimizer(0.0).minimize(
+        loss, v1.train.get_global_step())
+    return params['spec'](mode, loss=loss, train_op=train_op)
+
+  real = engine == 'real'
+  spec = tf.estimator.EstimatorSpec if real else specs.EstimatorSpec
+  estimator_cls = tf.estimator.Estimator if real else estimator_lib.Estimator
+  est = estimator_cls(model_fn, model_dir=str(tmp_path), params={'spec': spec})
+  if engine == 'tf2':
+    est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  lines = []
+  handler = logging.Handler()
+  handler.emit = lambda record: lines.append(record.getMessage())
+  logger = logging.getLogger('tensorflow')
+  logger.addHandler(handler)
+  level = logger.level
+  logger.setLevel(logging.INFO)
+  try:
+    est.train(lambda: _input_fn()().repeat(), steps=2)  # Batch 2: p 9, 13.
+  finally:
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+  assert [l for l in lines if l.startswith('Loss for final step')] == [
+      'Loss for final step: 11.0.']

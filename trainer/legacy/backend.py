@@ -188,7 +188,8 @@ class Backend:
   def train(self, input_fn, *, hooks, listeners):
     """Trains from model_dir's latest checkpoint until a StopAtStepHook of
     `hooks` says (or the input ends), with the call's hooks and listeners;
-    returns None (the runner reports losses in its progress lines)."""
+    returns the loss of the last step trained (None if none was), which
+    Estimator logs as 'Loss for final step'."""
     start = int(_checkpoint_step(self.model.model_dir))
     to_step = hooks_lib.stop_step(hooks, start)
     runner, _ = self._runner(ModeKeys.TRAIN, input_fn, to_step)
@@ -197,7 +198,7 @@ class Backend:
     # same step, and the program exits 143 as SIGTERM would have ended it.
     with preemption.handling_sigterm():
       try:
-        runner.train(to_step, hooks=hooks, saving_listeners=listeners)
+        loss = runner.train(to_step, hooks=hooks, saving_listeners=listeners)
       except nonfinite.NonFiniteLossError as e:
         raise hooks_lib.NanLossDuringTrainingError() from e
       if preemption.requested():
@@ -206,7 +207,7 @@ class Backend:
                         runner.global_step(), self.model.model_dir,
                         preemption.EXIT_STATUS)
         raise SystemExit(preemption.EXIT_STATUS)
-    return None
+    return loss
 
   def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):
     """Estimator.evaluate's dict (the runner writes model_dir/eval[_name])."""

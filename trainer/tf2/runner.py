@@ -128,13 +128,14 @@ class Tf2Runner:
     input stops training early, with a checkpoint. `hooks`: SessionRunHooks
     of this call (a CheckpointSaverHook sets its checkpoint cadence);
     `saving_listeners`: CheckpointSaverListeners called around checkpoints.
+    Returns the loss of the last step trained (None if none was).
     """
     if to_step is not None and steps is not None:
       raise ValueError('train: give at most one of to_step and steps.')
     if steps is not None:
       to_step = self.global_step() + steps
-    self._training.train(to_step, self._input_fn('train', input_fn), hooks,
-                         saving_listeners)
+    return self._training.train(to_step, self._input_fn('train', input_fn),
+                                hooks, saving_listeners)
 
   def evaluate(self, steps=None, *, input_fn=None, checkpoint_path=None,
                hooks=(), name=None):

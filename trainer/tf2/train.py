@@ -308,7 +308,8 @@ class Training:
   def train(self, to_step, input_fn, hooks=(), saving_listeners=()):
     """Trains until global_step reaches `to_step` (None: until the input
     ends), as the policy says (trainer/driver.py owns the loop); a
-    CheckpointSaverHook in `hooks` sets this call's checkpoint cadence."""
+    CheckpointSaverHook in `hooks` sets this call's checkpoint cadence.
+    Returns the loss of the last step trained (None if none was)."""
     runner = self._runner
     hooks, cadence, more = checkpoint_listeners.split_saver_hooks(
         hooks, runner.model_dir)
@@ -317,7 +318,9 @@ class Training:
     policy = self._policy if cadence is None else self._policy.replace(
         save_every_steps=cadence[0], save_every_secs=cadence[1])
     self._ensure_built(input_fn, hooks)
-    driver.train(_CallTrainer(self), policy, to_step)
+    call = _CallTrainer(self)
+    driver.train(call, policy, to_step)
+    return call.last_loss
 
 
 def _serialized(tensors):
@@ -376,6 +379,7 @@ class _CallTrainer(driver.LoopTrainer):
   def __init__(self, training):
     self._training = training
     self._runner = training._runner  # pylint: disable=protected-access
+    self.last_loss = None  # The loss of the last step trained (np.float32).
 
   def global_step(self):
     return self._runner.global_step()
@@ -395,6 +399,8 @@ class _CallTrainer(driver.LoopTrainer):
 
   def train_loop(self, num_steps):
     losses, stop = self._training._run_loop(num_steps)  # pylint: disable=protected-access
+    if len(losses):
+      self.last_loss = losses[-1]
     return driver.LoopResult(losses=losses, stop=stop)
 
   def finite_variables(self):
