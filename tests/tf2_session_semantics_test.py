@@ -203,7 +203,7 @@ def test_a_tf1_strategy_predicts_on_the_tf2_runner(tmp_path):
 
 
 @pytest.mark.parametrize('engine', ENGINES)
-def test_train_logs_the_loss_of_the_final_step(engine, tmp_path):
+def test_train_logs_checkpoints_and_the_loss_of_the_final_step(engine, tmp_path):
   import logging  # pylint: disable=g-import-not-at-top
 
   def model_fn(features, labels, mode, params):
@@ -234,3 +234,4 @@ def test_train_logs_the_loss_of_the_final_step(engine, tmp_path):
     logger.setLevel(level)
   assert [l for l in lines if l.startswith('Loss for final step')] == [
       'Loss for final step: 11.0.']
+  assert f'Saving checkpoints for 2 into {tmp_path}/model.ckpt.' in lines

@@ -26,6 +26,7 @@ for variable updates nothing fetches (graph_check.py).
 """
 
 import contextlib
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -44,6 +45,7 @@ from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
 from trainer.tf2 import host_graph
 from trainer.tf2 import model_fn_adapter
+from trainer.tf2 import name_checkpoints
 from trainer.tf2 import scaffold as scaffold_lib
 from trainer.tf2 import strategy as strategy_lib
 from trainer.tf2 import summaries
@@ -407,9 +409,18 @@ class _CallTrainer(driver.LoopTrainer):
     return nonfinite.finite_by_name(self._runner.variables())
 
   def save(self, step):
+    # Estimator's CheckpointSaverHook's lines around a save.
     listeners = self._training._listeners  # pylint: disable=protected-access
+    tf.compat.v1.logging.info(
+        'Calling checkpoint listeners before saving checkpoint %d...', step)
     listeners.before_save(step)
+    tf.compat.v1.logging.info(
+        'Saving checkpoints for %d into %s.', step,
+        os.path.join(self._runner.model_dir,
+                     name_checkpoints.CHECKPOINT_BASENAME))
     self._runner.checkpoints.save(step)
+    tf.compat.v1.logging.info(
+        'Calling checkpoint listeners after saving checkpoint %d...', step)
     return listeners.after_save(step)
 
   def end(self):
