@@ -178,14 +178,16 @@ def _check_listeners_type(listeners):
 
 
 def _is_distributed(strategy):
-  """A strategy of several replicas, on TPU, or across workers."""
+  """A strategy of several replicas, on TPU, across workers or with
+  parameter servers (which the tf2 runner refuses by name)."""
   if strategy is None:
     return False
+  kind = type(strategy).__name__
   return (strategy.num_replicas_in_sync > 1 or
           isinstance(strategy, (tf.distribute.TPUStrategy,
                                 tf.distribute.MultiWorkerMirroredStrategy)) or
-          'TPU' in type(strategy).__name__ or
-          'MultiWorker' in type(strategy).__name__)
+          any(name in kind for name in ('TPU', 'MultiWorker',
+                                        'ParameterServer', 'CentralStorage')))
 
 
 def _multi_worker(config):
