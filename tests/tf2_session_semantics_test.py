@@ -47,17 +47,38 @@ def _model_fn(features, labels, mode, params):
       'as_float64': (tf.constant(0.5, tf.float64), tf.no_op())})
 
 
-def _estimator(engine, tmp_path):
-  if engine == 'real':
-    return tf.estimator.Estimator(
-        _model_fn, model_dir=str(tmp_path),
-        params={'spec': tf.estimator.EstimatorSpec})
-  est = estimator_lib.Estimator(_model_fn, model_dir=str(tmp_path),
-                                config=run_config.RunConfig(),
-                                params={'spec': specs.EstimatorSpec})
+def _estimator(engine, tmp_path, model_fn=_model_fn, params=None,
+               **config):
+  """model_fn's Estimator on `engine`: the real one, or the facade's on its
+  graph engine or its tf2 runner; params['spec'] is that API's
+  EstimatorSpec."""
+  real = engine == 'real'
+  params = params if params is not None else {}
+  params['spec'] = tf.estimator.EstimatorSpec if real else specs.EstimatorSpec
+  estimator_cls = tf.estimator.Estimator if real else estimator_lib.Estimator
+  config_cls = tf.estimator.RunConfig if real else run_config.RunConfig
+  est = estimator_cls(model_fn, model_dir=str(tmp_path), params=params,
+                      config=config_cls(**config))
   if engine == 'tf2':
     est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
   return est
+
+
+def _training_model_fn(lr=0.01, scaffold=None, initializer=None):
+  """A one-layer model_fn for train(); `lr` may be a callable making it."""
+
+  def model_fn(features, labels, mode, params):
+    del labels
+    loss = tf.reduce_mean(v1.layers.dense(
+        features['x'], 1, name='d', kernel_initializer=initializer))
+    v1.add_to_collection('my_loss', loss)
+    rate = lr() if callable(lr) else lr
+    train_op = v1.train.GradientDescentOptimizer(rate).minimize(
+        loss, v1.train.get_global_step())
+    return params['spec'](mode, loss=loss, train_op=train_op,
+                          scaffold=scaffold() if scaffold else None)
+
+  return model_fn
 
 
 def _input_fn(odd=False):
@@ -108,17 +129,7 @@ def test_params_keep_their_type(engine, tmp_path):
     seen.append((type(params).__name__, params.scale))
     return _model_fn(features, labels, mode, params)
 
-  spec = tf.estimator.EstimatorSpec if engine == 'real' else (
-      specs.EstimatorSpec)
-  params = AttrDict(spec=spec, scale=2)
-  if engine == 'real':
-    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
-                                 params=params)
-  else:
-    est = estimator_lib.Estimator(model_fn, model_dir=str(tmp_path),
-                                  params=params)
-    if engine == 'tf2':
-      est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  est = _estimator(engine, tmp_path, model_fn, params=AttrDict(scale=2))
   est.evaluate(_input_fn(), steps=1)
   assert seen and set(seen) == {('AttrDict', 2)}
 
@@ -128,24 +139,10 @@ def test_a_scaffold_saver_decides_how_many_checkpoints_stay(engine, tmp_path):
   """Estimator's CheckpointSaverHook saves with the Scaffold's Saver: its
   max_to_keep, not RunConfig.keep_checkpoint_max."""
 
-  def model_fn(features, labels, mode, params):
-    del labels
-    loss = tf.reduce_mean(v1.layers.dense(features['x'], 1, name='d'))
-    train_op = v1.train.GradientDescentOptimizer(0.01).minimize(
-        loss, v1.train.get_global_step())
-    return params['spec'](mode, loss=loss, train_op=train_op,
-                          scaffold=v1.train.Scaffold(
-                              saver=v1.train.Saver(max_to_keep=1)))
-
-  real = engine == 'real'
-  spec = tf.estimator.EstimatorSpec if real else specs.EstimatorSpec
-  config_cls = tf.estimator.RunConfig if real else run_config.RunConfig
-  estimator_cls = tf.estimator.Estimator if real else estimator_lib.Estimator
-  est = estimator_cls(model_fn, model_dir=str(tmp_path), params={'spec': spec},
-                      config=config_cls(save_checkpoints_steps=1,
-                                        keep_checkpoint_max=3))
-  if engine == 'tf2':
-    est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  est = _estimator(
+      engine, tmp_path, _training_model_fn(scaffold=lambda: v1.train.Scaffold(
+          saver=v1.train.Saver(max_to_keep=1))),
+      save_checkpoints_steps=1, keep_checkpoint_max=3)
   est.train(lambda: _input_fn()().repeat(), steps=3)
   kept = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
   assert [os.path.basename(p) for p in kept] == ['model.ckpt-3']
@@ -168,22 +165,8 @@ class LookupHook(v1.train.SessionRunHook):
 
 @pytest.mark.parametrize('engine', ENGINES)
 def test_hooks_look_tensors_up_in_before_run_on_every_step(engine, tmp_path):
-
-  def model_fn(features, labels, mode, params):
-    del labels
-    loss = tf.reduce_mean(v1.layers.dense(features['x'], 1, name='d'))
-    v1.add_to_collection('my_loss', loss)
-    lr = tf.identity(0.25, name='lr')
-    train_op = v1.train.GradientDescentOptimizer(lr).minimize(
-        loss, v1.train.get_global_step())
-    return params['spec'](mode, loss=loss, train_op=train_op)
-
-  real = engine == 'real'
-  spec = tf.estimator.EstimatorSpec if real else specs.EstimatorSpec
-  estimator_cls = tf.estimator.Estimator if real else estimator_lib.Estimator
-  est = estimator_cls(model_fn, model_dir=str(tmp_path), params={'spec': spec})
-  if engine == 'tf2':
-    est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  est = _estimator(engine, tmp_path, _training_model_fn(
+      lr=lambda: tf.identity(0.25, name='lr')))
   hook = LookupHook()
   est.train(lambda: _input_fn()().repeat(), steps=3, hooks=[hook])
   assert hook.seen == [0.25, 0.25, 0.25]
@@ -192,12 +175,8 @@ def test_hooks_look_tensors_up_in_before_run_on_every_step(engine, tmp_path):
 def test_a_tf1_strategy_predicts_on_the_tf2_runner(tmp_path):
   """tf.compat.v1.distribute strategies have no gather(): predictions are
   the local replicas' concatenated."""
-  config = run_config.RunConfig(
-      eval_distribute=v1.distribute.OneDeviceStrategy('/cpu:0'))
-  est = estimator_lib.Estimator(_model_fn, model_dir=str(tmp_path),
-                                config=config,
-                                params={'spec': specs.EstimatorSpec})
-  est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  est = _estimator('tf2', tmp_path,
+                   eval_distribute=v1.distribute.OneDeviceStrategy('/cpu:0'))
   assert [float(r['p'][0]) for r in est.predict(_input_fn())] == [
       1.0, 5.0, 9.0, 13.0]
 
@@ -205,21 +184,8 @@ def test_a_tf1_strategy_predicts_on_the_tf2_runner(tmp_path):
 @pytest.mark.parametrize('engine', ENGINES)
 def test_train_logs_checkpoints_and_the_loss_of_the_final_step(engine, tmp_path):
   import logging  # pylint: disable=g-import-not-at-top
-
-  def model_fn(features, labels, mode, params):
-    del labels
-    loss = tf.reduce_mean(v1.layers.dense(
-        features['x'], 1, name='d', kernel_initializer=v1.ones_initializer()))
-    train_op = v1.train.GradientDescentOptimizer(0.0).minimize(
-        loss, v1.train.get_global_step())
-    return params['spec'](mode, loss=loss, train_op=train_op)
-
-  real = engine == 'real'
-  spec = tf.estimator.EstimatorSpec if real else specs.EstimatorSpec
-  estimator_cls = tf.estimator.Estimator if real else estimator_lib.Estimator
-  est = estimator_cls(model_fn, model_dir=str(tmp_path), params={'spec': spec})
-  if engine == 'tf2':
-    est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
+  est = _estimator(engine, tmp_path, _training_model_fn(
+      lr=0.0, initializer=v1.ones_initializer()))
   lines = []
   handler = logging.Handler()
   handler.emit = lambda record: lines.append(record.getMessage())

@@ -33,7 +33,9 @@ def _extract_keys(predictions, predict_keys):
   return kept
 
 
-def _batch_length(values):
+def batch_length(values):
+  """The batch length of a dict of prediction arrays; Estimator's
+  ValueError unless they all have the first one's."""
   length = None
   for key, value in values.items():
     length = length or value.shape[0]
@@ -89,5 +91,5 @@ def _predict(program, input_fn, predict_keys, hooks, checkpoint_path,
         elif not isinstance(predictions, dict):
           yield from values
         else:
-          for i in range(_batch_length(values)):
+          for i in range(batch_length(values)):
             yield {key: value[i] for key, value in values.items()}

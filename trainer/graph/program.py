@@ -9,8 +9,9 @@ functions exactly as Estimator and TPUEstimator (use_tpu=False) do:
   * model_fn(features, labels, mode, params, config) with the arguments it
     names (params and config deep copies); TPUEstimator requires `params`,
     adds params['batch_size'] (not when exporting) and params['use_tpu']
-    (False but in a TPU inference export's model_fn), converts a TPUEstimatorSpec with as_estimator_spec() and adds its
-    examples/sec hook to training_hooks. Anything but a spec raises
+    (False but in a TPU inference export's model_fn), converts a
+    TPUEstimatorSpec with as_estimator_spec() and adds its examples/sec
+    hook to training_hooks. Anything but a spec raises
     ValueError('model_fn should return an EstimatorSpec.').
 """
 

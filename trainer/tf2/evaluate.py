@@ -39,6 +39,7 @@ from absl import logging
 
 from trainer.compat import estimator as estimator_compat
 from trainer.graph import eval_summaries
+from trainer.graph import predict as graph_predict
 from trainer.tf2 import eval_graph
 from trainer.tf2 import graph_check
 from trainer.tf2 import hooks as hooks_lib
@@ -502,13 +503,6 @@ class Evaluation:
 
 
 def _single_examples(arrays):
-  """Yields {key: example} per example of a batch of predictions; ValueError
-  (Estimator's) unless every prediction has the first one's batch length."""
-  batch = None
-  for key, value in arrays.items():
-    batch = batch or value.shape[0]
-    if value.shape[0] != batch:
-      raise ValueError('Batch length of predictions should be same. '
-                       f'{key} has different batch length than others.')
-  for i in range(batch):
+  """Yields {key: example} per example of a batch of predictions."""
+  for i in range(graph_predict.batch_length(arrays)):
     yield {key: value[i] for key, value in arrays.items()}
