@@ -48,6 +48,8 @@ LAYERS = [
      'trainer.serving', 'trainer.graph', 'trainer.memory'),
     ('trainer.tf2', 'trainer.native', 'trainer.estimator'),
     ('trainer.runners',),
+    # The facade's modules laid out as tensorflow_estimator (issue 29).
+    ('trainer.facade',),
     ('trainer.legacy',),
 ]
 

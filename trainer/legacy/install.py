@@ -22,6 +22,15 @@ from trainer.api import specs
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import estimator_calls
 from trainer.compat import fake_summary_writer
+from trainer.facade.canned import metric_keys
+from trainer.facade.canned import prediction_keys
+from trainer.facade.head import base_head
+from trainer.facade.head import binary_class_head
+from trainer.facade.head import head_utils
+from trainer.facade.head import multi_class_head
+from trainer.facade.head import multi_head
+from trainer.facade.head import multi_label_head
+from trainer.facade.head import regression_head
 from trainer.graph import eval_summaries
 from trainer.graph import hooks as graph_hooks
 from trainer.graph import inputs as graph_inputs
@@ -43,19 +52,6 @@ from trainer.legacy import unsupported
 logging = std_logging.getLogger(__name__)
 
 FACADE_MARK = estimator_compat.FACADE_MARK
-
-
-class PredictionKeys:
-  """The prediction dict keys of canned Estimators (their public names)."""
-  CLASSES = 'classes'
-  CLASS_IDS = 'class_ids'
-  ALL_CLASSES = 'all_classes'
-  ALL_CLASS_IDS = 'all_class_ids'
-  LOGISTIC = 'logistic'
-  LOGITS = 'logits'
-  PREDICTIONS = 'predictions'
-  PROBABILITIES = 'probabilities'
-  TOP_K = 'top_k'
 
 
 _modules = {}
@@ -89,6 +85,29 @@ _HOOK_NAMES = (
     'SecondOrStepTimer', 'SessionRunArgs', 'SessionRunContext',
     'SessionRunHook', 'SessionRunValues', 'StepCounterHook', 'StopAtStepHook',
     'SummarySaverHook')
+# tensorflow_estimator.python.estimator.head's modules (the facade's own).
+_HEAD_MODULES = {
+    'base_head': base_head, 'binary_class_head': binary_class_head,
+    'head_utils': head_utils, 'multi_class_head': multi_class_head,
+    'multi_head': multi_head, 'multi_label_head': multi_label_head,
+    'regression_head': regression_head}
+_HEADS = {
+    'Head': base_head.Head,
+    'BinaryClassHead': binary_class_head.BinaryClassHead,
+    'MultiClassHead': multi_class_head.MultiClassHead,
+    'MultiLabelHead': multi_label_head.MultiLabelHead,
+    'RegressionHead': regression_head.RegressionHead,
+    'PoissonRegressionHead': regression_head.PoissonRegressionHead,
+    'LogisticRegressionHead': regression_head.LogisticRegressionHead,
+    'MultiHead': multi_head.MultiHead}
+
+
+def _names_of(module):
+  """Every name a module of the facade defines or imports (not dunders), as
+  its tensorflow_estimator namesake offers them to importers."""
+  return {n: v for n, v in vars(module).items() if not n.startswith('__')}
+
+
 _EXPORT_NAMES = (
     'ClassificationOutput', 'EvalOutput', 'ExportOutput', 'PredictOutput',
     'RegressionOutput', 'ServingInputReceiver', 'TensorServingInputReceiver',
@@ -127,6 +146,7 @@ def _namespaces():
       'FinalExporter': training.FinalExporter,
       'LatestExporter': training.LatestExporter,
       **{n: getattr(hooks, n) for n in _HOOK_NAMES},
+      **_HEADS,
       **unsupported.stubs('tf.estimator')}
   experimental = {
       **unsupported.stubs('tf.estimator.experimental'),
@@ -168,12 +188,18 @@ def _namespaces():
                                        if n.startswith('DNNLinear')}, False),
       '.canned.baseline': ({n: v for n, v in canned.items()
                             if n.startswith('Baseline')}, False),
-      '.canned.prediction_keys': ({'PredictionKeys': PredictionKeys}, False),
+      '.canned.prediction_keys': (_names_of(prediction_keys), False),
+      '.canned.metric_keys': (_names_of(metric_keys), False),
+      '.head': ({}, True),
+      **{f'.head.{name}': (_names_of(module), False)
+         for name, module in _HEAD_MODULES.items()},
       '.estimator': (estimator_module, False),
       '.estimator_lib': (dict(v2, Estimator=estimator_lib.Estimator), False),
       '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
                      'ModeKeys': specs.ModeKeys,
                      'call_logit_fn': estimator_calls.call_logit_fn,
+                     # What heads' _create_tpu_estimator_spec returns.
+                     '_TPUEstimatorSpec': specs.TPUEstimatorSpec,
                      'LOSS_METRIC_KEY': specs.LOSS_METRIC_KEY,
                      'AVERAGE_LOSS_METRIC_KEY': 'average_loss'}, False),
       '.inputs': (input_names, True),

@@ -19,8 +19,6 @@ _CANNED = (
     'Estimator heads',
     'write a model_fn (TPUEstimatorSpec/EstimatorSpec) with the same layers, '
     'or a Keras model trained with model.fit')
-_HEAD = ('Estimator heads compute losses and metrics for canned Estimators',
-         'compute the loss and metrics in your model_fn')
 _FEATURE_COLUMNS = (
     'it builds tf.feature_column parsing specs for canned Estimators',
     'write the tf.io.parse_example feature spec yourself')
@@ -37,10 +35,6 @@ APIS = {
     **{f'tf.estimator.experimental.{n}': _CANNED for n in (
         'LinearSDCA', 'RNNClassifier', 'RNNEstimator', 'KMeans',
         'dnn_logit_fn_builder', 'linear_logit_fn_builder')},
-    **{f'tf.estimator.{n}': _HEAD for n in (
-        'Head', 'BinaryClassHead', 'LogisticRegressionHead',
-        'MultiClassHead', 'MultiHead', 'MultiLabelHead',
-        'PoissonRegressionHead', 'RegressionHead')},
     'tf.keras.estimator.model_to_estimator': (
         'it turns a compiled Keras model into an Estimator through '
         "tensorflow_estimator's keras_lib, which the facade does not "

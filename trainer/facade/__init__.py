@@ -1,0 +1,1 @@
+"""The Estimator facade, laid out as tensorflow_estimator.python.estimator."""
