@@ -39,8 +39,21 @@ LossSpec = collections.namedtuple(
 
 _create_eval_metrics_tuple = base_head.create_eval_metrics_tuple
 _all_class_ids = base_head.all_class_ids
-_all_classes = base_head.all_classes
-_classification_output = base_head.classification_output
+
+
+def _all_classes(logits, n_classes, label_vocabulary=None):
+  """[batch_size, n_classes]: the class names on every row."""
+  batch_size = tf.compat.v1.shape(logits)[0]
+  names = (label_vocabulary if label_vocabulary else
+           tf.strings.as_string(tf.range(n_classes)))
+  return tf.tile(tf.expand_dims(names, 0), [batch_size, 1])
+
+
+def _classification_output(scores, n_classes, label_vocabulary=None):
+  """A ClassificationOutput of scores with every class name."""
+  return facade_private.ClassificationOutput(
+      scores=scores,
+      classes=_all_classes(scores, n_classes, label_vocabulary))
 
 
 def _summary_key(head_name, val):
@@ -497,6 +510,10 @@ class _MultiClassHeadWithSoftmaxCrossEntropyLoss(_StandardHead):
   def _predictions(self, logits):
     logits = _check_logits_final_dim(logits, self.logits_dimension)
     with tf.compat.v1.name_scope(None, 'predictions', (logits,)):
+      # In the reference's order (its graph's op names).
+      all_class_ids = _all_class_ids(logits, self._n_classes)
+      all_classes = _all_classes(logits, self._n_classes,
+                                 self._label_vocabulary)
       class_ids = tf.expand_dims(
           tf.math.argmax(logits, axis=-1, name=_PRED.CLASS_IDS), axis=-1)
       if self._label_vocabulary:
@@ -509,9 +526,8 @@ class _MultiClassHeadWithSoftmaxCrossEntropyLoss(_StandardHead):
                                              name=_PRED.PROBABILITIES),
           _PRED.CLASS_IDS: class_ids,
           _PRED.CLASSES: classes,
-          _PRED.ALL_CLASS_IDS: _all_class_ids(logits, self._n_classes),
-          _PRED.ALL_CLASSES: _all_classes(logits, self._n_classes,
-                                          self._label_vocabulary),
+          _PRED.ALL_CLASS_IDS: all_class_ids,
+          _PRED.ALL_CLASSES: all_classes,
       }
 
   def _export_outputs(self, predictions):
