@@ -62,7 +62,14 @@ def _sparse_names(multi_hot, vocabulary):
 
 
 def _cases():
-  """{name: (head factory, labels, optimizer kind, regularized)}."""
+  """{name: (head factory, labels, optimizer kind, regularized)}.
+
+  Optimizer kinds: 'keras' (tf.keras optimizer, v2 heads), 'v1' (a
+  train_op_fn minimizing with a tf.compat.v1 optimizer), 'v1_optimizer'
+  (the v1 heads' optimizer argument). Cases named v1_* use the v1 heads of
+  the tf.compat.v1 canned Estimators (tensorflow_estimator's canned.head).
+  """
+  from tensorflow_estimator.python.estimator.canned import head as v1_heads  # pylint: disable=g-import-not-at-top
   est = tf.estimator
   fc = tf.feature_column
   sum_reduction = tf.losses.Reduction.SUM
@@ -109,6 +116,23 @@ def _cases():
                      {'cls': _class_ids().reshape(-1, 1),
                       'reg': rng.normal(size=(N, 1)).astype(np.float32)},
                      'v1', False),
+      'v1_binary': (lambda: v1_heads._binary_logistic_head_with_sigmoid_cross_entropy_loss(  # pylint: disable=protected-access
+          weight_column='w', thresholds=(0.3, 0.7)),
+                    _binary_labels(), 'v1_optimizer', True),
+      'v1_multi_class_vocabulary': (
+          lambda: v1_heads._multi_class_head_with_softmax_cross_entropy_loss(  # pylint: disable=protected-access
+              3, label_vocabulary=['a', 'b', 'c'], name='mc',
+              loss_reduction=tf.compat.v1.losses.Reduction.MEAN),
+          _names(_class_ids(), ['a', 'b', 'c']), 'v1', False),
+      'v1_regression': (lambda: v1_heads._regression_head(  # pylint: disable=protected-access
+          weight_column='w', label_dimension=2, inverse_link_fn=tf.math.exp),
+                        (X @ KERNELS[2] + 0.1).astype(np.float32),
+                        'v1_optimizer', True),
+      'v1_binary_or_multi_class': (
+          lambda: v1_heads._binary_logistic_or_multi_class_head(  # pylint: disable=protected-access
+              3, weight_column=None, label_vocabulary=None,
+              loss_reduction=tf.compat.v1.losses.Reduction.SUM_OVER_BATCH_SIZE),
+          _class_ids(), 'v1', False),
   }
 
 
@@ -187,7 +211,10 @@ def _model_fn(head_fn, optimizer_kind, regularized, losses):
     if regularized:
       regularization = [0.01 * tf.nn.l2_loss(variables[0])]
     kwargs = {}
-    if optimizer_kind == 'keras':
+    if optimizer_kind == 'v1_optimizer':
+      kwargs = {'optimizer': tf.compat.v1.train.GradientDescentOptimizer(
+          LEARNING_RATE)}
+    elif optimizer_kind == 'keras':
       optimizer = tf.keras.optimizers.legacy.SGD(LEARNING_RATE)
       optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
       kwargs = {'optimizer': optimizer, 'trainable_variables': variables}
@@ -234,7 +261,7 @@ def _signatures(export_dir):
       found[key] = {
           'method': signature.method_name,
           'inputs': sorted(signature.inputs),
-          'outputs': {k: [tf.dtypes.as_dtype(info.dtype).name,
+          'outputs': {k: [info.name, tf.dtypes.as_dtype(info.dtype).name,
                           _jsonable(values[k])]
                       for k, info in signature.outputs.items()}}
   return found
@@ -271,10 +298,10 @@ def main(argv):
       _cases().items()):
     if FLAGS.cases and name not in FLAGS.cases:
       continue
-    record[name] = {
-        'eager': _jsonable(_eager(name, head_fn(), labels)),
-        'estimator': _jsonable(_estimator(name, head_fn, labels,
-                                          optimizer_kind, regularized))}
+    record[name] = {'estimator': _jsonable(_estimator(
+        name, head_fn, labels, optimizer_kind, regularized))}
+    if not name.startswith('v1_'):  # v1 heads run in a TF1 graph only.
+      record[name]['eager'] = _jsonable(_eager(name, head_fn(), labels))
   with open(FLAGS.out, 'w') as f:
     json.dump(record, f, indent=1, sort_keys=True)
 

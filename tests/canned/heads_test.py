@@ -1,10 +1,11 @@
 """tf.estimator's heads through the facade (TF 2.20) against the real ones
 (TF 2.15): the same program (head_program.py: every head, with weights,
 vocabularies, thresholds, per-class metrics, sparse labels, regularization,
-Keras and v1 optimizers, MultiHead) gives the same eager losses,
-predictions and metrics, and under Estimator the same per-step losses,
-checkpoint variables, evaluation metrics, predictions, summary tags and
-exported signatures with the same outputs.
+Keras and v1 optimizers, MultiHead, and the v1 heads of the tf.compat.v1
+canned Estimators) gives the same eager losses, predictions and metrics,
+and under Estimator the same per-step losses, checkpoint variables,
+evaluation metrics, predictions, summary tags and exported signatures (their
+methods, inputs, output tensor names and dtypes, and outputs).
 
 Drives both lanes' interpreters (.venv/legacy and .venv/modern), so it runs
 once, on the lane without Estimator; it skips where a lane is not installed.
@@ -31,6 +32,12 @@ CASES = ('binary', 'binary_vocabulary', 'multi_class',
          'multi_class_vocabulary', 'multi_label',
          'multi_label_sparse_vocabulary', 'regression', 'poisson', 'logistic',
          'multi_head')
+# The v1 heads of the tf.compat.v1 canned Estimators (canned.head), which
+# run in a TF1 graph only (no eager part).
+V1_CASES = ('v1_binary', 'v1_multi_class_vocabulary', 'v1_regression',
+            'v1_binary_or_multi_class')
+PARTS = [(case, 'eager') for case in CASES] + [
+    (case, 'estimator') for case in CASES + V1_CASES]
 RTOL, ATOL = 1e-5, 1e-6
 
 both_lanes = [
@@ -96,8 +103,7 @@ def test_differences_finds_what_differs():
 
 @both_lanes[0]
 @both_lanes[1]
-@pytest.mark.parametrize('case', CASES)
-@pytest.mark.parametrize('part', ('eager', 'estimator'))
+@pytest.mark.parametrize('case,part', PARTS)
 def test_head_matches_tf215(records, case, part):
   real = records['legacy'][case][part]
   facade = records['modern'][case][part]

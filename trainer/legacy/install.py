@@ -22,6 +22,7 @@ from trainer.api import specs
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import estimator_calls
 from trainer.compat import fake_summary_writer
+from trainer.facade.canned import head as canned_head
 from trainer.facade.canned import metric_keys
 from trainer.facade.canned import prediction_keys
 from trainer.facade.head import base_head
@@ -31,6 +32,7 @@ from trainer.facade.head import multi_class_head
 from trainer.facade.head import multi_head
 from trainer.facade.head import multi_label_head
 from trainer.facade.head import regression_head
+from trainer.facade.head import sequential_head
 from trainer.graph import eval_summaries
 from trainer.graph import hooks as graph_hooks
 from trainer.graph import inputs as graph_inputs
@@ -90,7 +92,7 @@ _HEAD_MODULES = {
     'base_head': base_head, 'binary_class_head': binary_class_head,
     'head_utils': head_utils, 'multi_class_head': multi_class_head,
     'multi_head': multi_head, 'multi_label_head': multi_label_head,
-    'regression_head': regression_head}
+    'regression_head': regression_head, 'sequential_head': sequential_head}
 _HEADS = {
     'Head': base_head.Head,
     'BinaryClassHead': binary_class_head.BinaryClassHead,
@@ -190,6 +192,9 @@ def _namespaces():
                             if n.startswith('Baseline')}, False),
       '.canned.prediction_keys': (_names_of(prediction_keys), False),
       '.canned.metric_keys': (_names_of(metric_keys), False),
+      '.canned.head': (_names_of(canned_head), False),
+      # The reference ships only test utilities there (dnn_testing_utils_v1).
+      '.canned.v1': ({}, True),
       '.head': ({}, True),
       **{f'.head.{name}': (_names_of(module), False)
          for name, module in _HEAD_MODULES.items()},

@@ -598,25 +598,31 @@ class VocabularyTables:
       self._eager_tables[kind] = make()
     return self._eager_tables[kind]
 
-  def _ids(self):
-    return tf.cast(tf.range(len(self._vocabulary)), tf.int64)
-
   def class_ids(self, labels):
     """The id (int64; -1 if not in the vocabulary) of each string label."""
     def make():
-      return tf.compat.v1.lookup.StaticHashTable(
-          tf.lookup.KeyValueTensorInitializer(
-              tf.convert_to_tensor(self._vocabulary), self._ids()),
-          default_value=-1, name='class_id_lookup')
+      # Scopes and names as lookup_ops.index_table_from_tensor's.
+      with tf.compat.v1.name_scope(None, 'class_id_lookup'):
+        keys = tf.convert_to_tensor(self._vocabulary)
+        ids = tf.cast(tf.range(tf.size(keys)), tf.int64)
+        with tf.compat.v1.name_scope(None, 'hash_table'):
+          return tf.compat.v1.lookup.StaticHashTable(
+              tf.lookup.KeyValueTensorInitializer(
+                  keys, ids, tf.string, tf.int64, name='table_init'),
+              default_value=-1)
     return self._table('ids', make).lookup(labels)
 
   def class_names(self, class_ids):
     """The vocabulary entry ('UNK' if none) of each int64 class id."""
     def make():
-      return tf.compat.v1.lookup.StaticHashTable(
-          tf.lookup.KeyValueTensorInitializer(
-              self._ids(), tf.convert_to_tensor(self._vocabulary)),
-          default_value='UNK', name='class_string_lookup')
+      # Scopes and names as lookup_ops.index_to_string_table_from_tensor's.
+      with tf.compat.v1.name_scope(None, 'class_string_lookup'):
+        names = tf.convert_to_tensor(self._vocabulary, tf.string)
+        ids = tf.cast(tf.range(tf.size(names)), tf.int64)
+        return tf.compat.v1.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                ids, names, tf.int64, tf.string, name='table_init'),
+            default_value='UNK')
     return self._table('names', make).lookup(class_ids)
 
 
