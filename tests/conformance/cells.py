@@ -263,10 +263,25 @@ CELLS = [
              "numpy_input_fn on tf.data: no queue-fill summary "
              "('enqueue_input/.../fraction_over_0_of_1000_full') in the "
              'events')}),
-    Cell('canned_linear_classifier', 'modes', 'a canned Estimator: '
+    Cell('canned_linear_classifier', 'canned', 'tf.compat.v1.estimator.'
          'LinearClassifier on a numeric feature column',
-         est={'kind': 'canned_linear'}, actions=(T3,),
-         refused={'*': 'UnsupportedApiError'}),
+         est={'kind': 'canned', 'family': 'linear'}, actions=(T3, E, P, X)),
+    Cell('canned_dnn_classifier', 'canned', 'tf.compat.v1.estimator.'
+         'DNNClassifier (one hidden layer, seeded initial values)',
+         est={'kind': 'canned', 'family': 'dnn',
+              'config': {'tf_random_seed': 3}}, actions=(T3, E, P, X)),
+    Cell('canned_wide_deep', 'canned', 'tf.compat.v1.estimator.'
+         'DNNLinearCombinedClassifier (seeded)',
+         est={'kind': 'canned', 'family': 'dnn_linear_combined',
+              'config': {'tf_random_seed': 3}}, actions=(T3, E, P, X)),
+    Cell('canned_baseline_regressor', 'canned', 'tf.compat.v1.estimator.'
+         'BaselineRegressor', est={'kind': 'canned', 'family': 'baseline'},
+         actions=(T3, E, P, X)),
+    Cell('canned_train_and_evaluate', 'canned', 'LinearClassifier under '
+         'train_and_evaluate with a FinalExporter',
+         {}, {'kind': 'canned', 'family': 'linear',
+                             'config': {'save_checkpoints_steps': 2}},
+         (('train_and_evaluate', {'max_steps': 4}),)),
     Cell('train_max_steps', 'modes', 'train(max_steps=3) twice (the second '
          'skipped), then train(steps=2)',
          actions=(('train', {'max_steps': 3}), ('train', {'max_steps': 3}),

@@ -77,10 +77,8 @@ def _estimator(cell, api, o, rec, shared):
     warm = api.WarmStartSettings(
         shared.base_ckpt, vars_to_warm_start='dense/kernel',
         var_name_to_prev_var_name={'dense/kernel': 'old_dense/kernel'})
-  if e.get('kind') == 'canned_linear':
-    return api.LinearClassifier(
-        [tf.feature_column.numeric_column('x', shape=[4])],
-        config=api.RunConfig(**config_kw))
+  if e.get('kind') == 'canned':
+    return _canned(api, e['family'], api.RunConfig(**config_kw))
   model_fn = programs.model_fn_for(o, rec)
   if e.get('kind') == 'tpu':
     tpu_config = api.TPUConfig(**e.get('tpu_config', {}))
@@ -98,6 +96,22 @@ def _estimator(cell, api, o, rec, shared):
     # one replica against the same spec, so they ask for it.
     est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
   return est
+
+
+def _canned(api, family, config):
+  """A canned Estimator of tf.compat.v1.estimator on the cells' `x`."""
+  x = [tf.feature_column.numeric_column('x', shape=[4])]
+  if family == 'linear':
+    return api.LinearClassifier(x, config=config)
+  if family == 'dnn':
+    return api.DNNClassifier([3], x, config=config)
+  if family == 'dnn_linear_combined':
+    return api.DNNLinearCombinedClassifier(
+        linear_feature_columns=x, dnn_feature_columns=x,
+        dnn_hidden_units=[3], config=config)
+  if family == 'baseline':
+    return api.BaselineRegressor(config=config)
+  raise ValueError(family)
 
 
 def _act(est, action, kw, o, rec, shared):

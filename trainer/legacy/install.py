@@ -22,9 +22,17 @@ from trainer.api import specs
 from trainer.compat import estimator as estimator_compat
 from trainer.compat import estimator_calls
 from trainer.compat import fake_summary_writer
+from trainer.facade.canned import baseline
+from trainer.facade.canned import dnn
+from trainer.facade.canned import dnn_linear_combined
 from trainer.facade.canned import head as canned_head
+from trainer.facade.canned import linear
 from trainer.facade.canned import metric_keys
+from trainer.facade.canned import optimizers
+from trainer.facade.canned import parsing_utils
 from trainer.facade.canned import prediction_keys
+from trainer.facade.canned import rnn
+from trainer.facade.canned import sdca_ops
 from trainer.facade.head import base_head
 from trainer.facade.head import binary_class_head
 from trainer.facade.head import head_utils
@@ -104,6 +112,23 @@ _HEADS = {
     'MultiHead': multi_head.MultiHead}
 
 
+# tensorflow_estimator.python.estimator.canned's modules (the facade's own).
+_CANNED_MODULES = {
+    'baseline': baseline, 'dnn': dnn,
+    'dnn_linear_combined': dnn_linear_combined, 'head': canned_head,
+    'linear': linear, 'metric_keys': metric_keys, 'optimizers': optimizers,
+    'parsing_utils': parsing_utils, 'prediction_keys': prediction_keys,
+    'rnn': rnn, 'linear_optimizer.python.utils.sdca_ops': sdca_ops}
+# Canned Estimators by API name: (tf.estimator's class, tf.compat.v1's).
+_CANNED = {
+    f'{family}{kind}': (getattr(module, f'{family}{kind}V2'),
+                        getattr(module, f'{family}{kind}'))
+    for module, family in ((baseline, 'Baseline'), (dnn, 'DNN'),
+                           (linear, 'Linear'),
+                           (dnn_linear_combined, 'DNNLinearCombined'))
+    for kind in ('Classifier', 'Estimator', 'Regressor')}
+
+
 def _names_of(module):
   """Every name a module of the facade defines or imports (not dunders), as
   its tensorflow_estimator namesake offers them to importers."""
@@ -149,9 +174,21 @@ def _namespaces():
       'LatestExporter': training.LatestExporter,
       **{n: getattr(hooks, n) for n in _HOOK_NAMES},
       **_HEADS,
+      **{name: classes[0] for name, classes in _CANNED.items()},
+      'classifier_parse_example_spec':
+          parsing_utils.classifier_parse_example_spec_v2,
+      'regressor_parse_example_spec':
+          parsing_utils.regressor_parse_example_spec_v2,
       **unsupported.stubs('tf.estimator')}
+  v1 = dict(
+      v2, Estimator=estimator_lib.Estimator,
+      **{name: classes[1] for name, classes in _CANNED.items()},
+      classifier_parse_example_spec=(
+          parsing_utils.classifier_parse_example_spec),
+      regressor_parse_example_spec=parsing_utils.regressor_parse_example_spec)
   experimental = {
       **unsupported.stubs('tf.estimator.experimental'),
+      'LinearSDCA': linear.LinearSDCA,
       'call_logit_fn': estimator_calls.call_logit_fn,
       'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook,
       'build_raw_supervised_input_receiver_fn':
@@ -161,6 +198,11 @@ def _namespaces():
           'stop_if_higher_hook',
           'stop_if_lower_hook', 'stop_if_no_decrease_hook',
           'stop_if_no_increase_hook')}}
+  experimental_v1 = dict(
+      experimental, dnn_logit_fn_builder=dnn.dnn_logit_fn_builder,
+      linear_logit_fn_builder=linear.linear_logit_fn_builder)
+  experimental.update(RNNClassifier=rnn.RNNClassifier,
+                      RNNEstimator=rnn.RNNEstimator)
   estimator_module = {
       'Estimator': estimator_lib.Estimator,
       'EstimatorV2': estimator_lib.EstimatorV2,
@@ -177,29 +219,21 @@ def _namespaces():
           early_stopping.make_stop_at_checkpoint_step_hook,
       '_StopAtCheckpointStepHook': early_stopping._StopAtCheckpointStepHook,  # pylint: disable=protected-access
       'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook}
-  canned = {n: v2[n] for n in v2 if n.startswith(('DNN', 'Linear', 'Baseline',
-                                                    'BoostedTrees'))}
   private = {
       '': ({}, True),
-      '.canned': (dict(canned), True),
-      '.canned.dnn': ({n: v for n, v in canned.items()
-                       if n.startswith('DNN') and 'Linear' not in n}, False),
-      '.canned.linear': ({n: v for n, v in canned.items()
-                          if n.startswith('Linear')}, False),
-      '.canned.dnn_linear_combined': ({n: v for n, v in canned.items()
-                                       if n.startswith('DNNLinear')}, False),
-      '.canned.baseline': ({n: v for n, v in canned.items()
-                            if n.startswith('Baseline')}, False),
-      '.canned.prediction_keys': (_names_of(prediction_keys), False),
-      '.canned.metric_keys': (_names_of(metric_keys), False),
-      '.canned.head': (_names_of(canned_head), False),
+      '.canned': ({}, True),
+      **{f'.canned.{name}': (_names_of(module), False)
+         for name, module in _CANNED_MODULES.items()},
+      '.canned.linear_optimizer': ({}, True),
+      '.canned.linear_optimizer.python': ({}, True),
+      '.canned.linear_optimizer.python.utils': ({}, True),
       # The reference ships only test utilities there (dnn_testing_utils_v1).
       '.canned.v1': ({}, True),
       '.head': ({}, True),
       **{f'.head.{name}': (_names_of(module), False)
          for name, module in _HEAD_MODULES.items()},
       '.estimator': (estimator_module, False),
-      '.estimator_lib': (dict(v2, Estimator=estimator_lib.Estimator), False),
+      '.estimator_lib': (dict(v1), False),
       '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
                      'ModeKeys': specs.ModeKeys,
                      'call_logit_fn': estimator_calls.call_logit_fn,
@@ -270,10 +304,10 @@ def _namespaces():
       'tensorflow.estimator': (dict(v2), True),
       'tensorflow.estimator.export': (export_names, False),
       'tensorflow.estimator.experimental': (experimental, False),
-      'tensorflow.compat.v1.estimator': (
-          dict(v2, Estimator=estimator_lib.Estimator), True),
+      'tensorflow.compat.v1.estimator': (v1, True),
       'tensorflow.compat.v1.estimator.export': (export_names, False),
-      'tensorflow.compat.v1.estimator.experimental': (experimental, False),
+      'tensorflow.compat.v1.estimator.experimental': (experimental_v1,
+                                                      False),
       'tensorflow.compat.v1.estimator.inputs': (input_names, False),
       'tensorflow.compat.v1.estimator.tpu': (tpu, True),
       'tensorflow.compat.v1.estimator.tpu.experimental': (

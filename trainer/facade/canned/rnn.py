@@ -12,8 +12,6 @@ legacy one whose `iterations` is global_step; a name gets learning rate
 per time step and the head must be a sequential head.
 """
 
-import importlib
-
 import tensorflow as tf
 
 from trainer.api import specs
@@ -21,6 +19,7 @@ from trainer.compat import canned as canned_private
 from trainer.facade.canned import optimizers
 from trainer.facade.head import binary_class_head
 from trainer.facade.head import multi_class_head
+from trainer.facade.head import sequential_head
 from trainer.legacy import estimator
 
 ModeKeys = specs.ModeKeys
@@ -43,19 +42,6 @@ def _cell_classes():
   return {_LSTM_KEY: tf.keras.layers.LSTMCell,
           _GRU_KEY: tf.keras.layers.GRUCell,
           _SIMPLE_RNN_KEY: tf.keras.layers.SimpleRNNCell}
-
-
-def _sequential_heads():
-  """The sequential heads' module (heads per time step)."""
-  try:
-    return importlib.import_module('trainer.facade.head.sequential_head')
-  except ModuleNotFoundError as e:
-    raise NotImplementedError(
-        'RNNClassifier/RNNEstimator(return_sequences=True) needs '
-        "tensorflow_estimator's sequential heads, which trainer.legacy does "
-        'not provide yet: predict one value per sequence '
-        '(return_sequences=False), or write a model_fn with a Keras RNN '
-        'and a loss per time step.') from e
 
 
 def _single_rnn_cell(units, cell_type):
@@ -221,7 +207,7 @@ class RNNEstimator(estimator.Estimator):
                return_sequences=False, model_dir=None, optimizer='Adagrad',
                config=None):
     if return_sequences and not isinstance(
-        head, _sequential_heads()._SequentialHead):  # pylint: disable=protected-access
+        head, sequential_head._SequentialHead):  # pylint: disable=protected-access
       raise ValueError('Provided head must be a `_SequentialHead` object '
                        'when `return_sequences` is set to True.')
     _verify_rnn_cell_input(rnn_cell_fn, units, cell_type)
@@ -266,7 +252,7 @@ class RNNClassifier(RNNEstimator):
       tf.compat.v1.logging.info(
           'Converting head to sequential head with `SequentialHeadWrapper` '
           'to allow sequential predictions.')
-      head = _sequential_heads().SequentialHeadWrapper(
+      head = sequential_head.SequentialHeadWrapper(
           head, sequence_length_mask=sequence_mask,
           feature_columns=weight_column)
     super().__init__(
