@@ -78,7 +78,8 @@ def _estimator(cell, api, o, rec, shared):
         shared.base_ckpt, vars_to_warm_start='dense/kernel',
         var_name_to_prev_var_name={'dense/kernel': 'old_dense/kernel'})
   if e.get('kind') == 'canned':
-    return _canned(api, e['family'], api.RunConfig(**config_kw))
+    return _one_replica_on_tf2(_canned(api, e['family'],
+                                       api.RunConfig(**config_kw)), e, shared)
   model_fn = programs.model_fn_for(o, rec)
   if e.get('kind') == 'tpu':
     tpu_config = api.TPUConfig(**e.get('tpu_config', {}))
@@ -90,6 +91,10 @@ def _estimator(cell, api, o, rec, shared):
         **e.get('tpu_kw', {}))
   est = api.Estimator(model_fn, config=api.RunConfig(**config_kw),
                       params=e.get('params'), warm_start_from=warm)
+  return _one_replica_on_tf2(est, e, shared)
+
+
+def _one_replica_on_tf2(est, e, shared):
   if e.get('replicas') == 1 and not shared.real:
     # The facade runs a one-replica strategy on its graph engine, as
     # Estimator runs it; these cells test the tf2 runner (the TPU path) on
@@ -205,6 +210,6 @@ def run_cell(cell, api, shared):
             'hooks'].count('user.before_run')) if obs['actions'] else 0,
         'message': str(e)[:400]}
   obs['checkpoint'] = observe.checkpoint(model_dir)
-  obs['events'] = observe.events(model_dir)
+  obs['events'] = observe.events(model_dir, racy_tags=cell.racy_tags)
   obs['side'] = observe.plain(rec['side'])
   return obs

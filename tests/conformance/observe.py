@@ -64,8 +64,9 @@ def _scalar(value):
   return value.WhichOneof('value')
 
 
-def events(model_dir, skip=('export',)):
-  """{relative dir: {tag: [[step, value], ...]}} of every events file."""
+def events(model_dir, skip=('export',), racy_tags=()):
+  """{relative dir: {tag: [[step, value], ...]}} of every events file;
+  no value for racy_tags."""
   found = collections.defaultdict(lambda: collections.defaultdict(list))
   for root, dirs, files in os.walk(model_dir):
     dirs[:] = sorted(d for d in dirs if d not in skip)
@@ -77,7 +78,8 @@ def events(model_dir, skip=('export',)):
         for event in tf.compat.v1.train.summary_iterator(
             os.path.join(root, name)):
           for value in event.summary.value:
-            timing = value.tag in _TIMING_TAGS or 'fraction_' in value.tag
+            timing = (value.tag in _TIMING_TAGS or 'fraction_' in value.tag
+                      or value.tag in racy_tags)
             found[rel][value.tag].append(
                 [int(event.step), None if timing else _scalar(value)])
       except tf.errors.DataLossError:  # Still being written: a truncated file.

@@ -58,7 +58,8 @@ def api_for(kind):
     est = tf.compat.v1.estimator  # The facade, where users find it.
     assert getattr(est, install.FACADE_MARK, False), est
     return _namespace(est, est.tpu, est.export, est.inputs)
-  spaces = {name: types.SimpleNamespace(**names)
+  spaces = {name: names if isinstance(names, types.ModuleType) else
+            types.SimpleNamespace(**names)
             for name, (names, _) in install._namespaces().items()}  # pylint: disable=protected-access
   prefix = 'tensorflow.compat.v1.estimator'
   return _namespace(spaces[prefix], spaces[prefix + '.tpu'],

@@ -282,7 +282,10 @@ class Estimator:
     strategy of several replicas, a TPU or multi-worker one, or a TF_CONFIG
     cluster of workers. A one-replica strategy (OneDeviceStrategy, a
     MirroredStrategy of one device) runs on the graph engine, as Estimator
-    runs it: in a Session, with the same results as without it."""
+    runs it: in a Session, with the same results as without it. predict()
+    runs on one device whatever the strategies, as Estimator.predict."""
+    if mode == ModeKeys.PREDICT:
+      return False
     distribution = (self._train_distribution if mode == ModeKeys.TRAIN
                     else self._eval_distribution)
     return _is_distributed(distribution) or _multi_worker(self._config)

@@ -113,12 +113,16 @@ _HEADS = {
 
 
 # tensorflow_estimator.python.estimator.canned's modules (the facade's own).
+# Published as the modules themselves, so that patching one of their names
+# (as tensorflow_estimator's tests do) changes what the Estimators use.
 _CANNED_MODULES = {
     'baseline': baseline, 'dnn': dnn,
-    'dnn_linear_combined': dnn_linear_combined, 'head': canned_head,
-    'linear': linear, 'metric_keys': metric_keys, 'optimizers': optimizers,
-    'parsing_utils': parsing_utils, 'prediction_keys': prediction_keys,
-    'rnn': rnn, 'linear_optimizer.python.utils.sdca_ops': sdca_ops}
+    'dnn_linear_combined': dnn_linear_combined, 'linear': linear,
+    'optimizers': optimizers, 'parsing_utils': parsing_utils, 'rnn': rnn,
+    'linear_optimizer.python.utils.sdca_ops': sdca_ops}
+# Published as copies of their names.
+_CANNED_NAMES = {'head': canned_head, 'metric_keys': metric_keys,
+                 'prediction_keys': prediction_keys}
 # Canned Estimators by API name: (tf.estimator's class, tf.compat.v1's).
 _CANNED = {
     f'{family}{kind}': (getattr(module, f'{family}{kind}V2'),
@@ -143,7 +147,8 @@ _EXPORT_NAMES = (
 
 
 def _namespaces():
-  """{module name: (names, is_package)} of every facade module."""
+  """{module name: (names or a module, is_package)} of every facade
+  module."""
   export_names = {n: getattr(export, n) for n in _EXPORT_NAMES}
   export_module = dict(export_names, **{n: getattr(export, n) for n in (
       'SupervisedInputReceiver', 'UnsupervisedInputReceiver',
@@ -222,8 +227,10 @@ def _namespaces():
   private = {
       '': ({}, True),
       '.canned': ({}, True),
-      **{f'.canned.{name}': (_names_of(module), False)
+      **{f'.canned.{name}': (module, False)
          for name, module in _CANNED_MODULES.items()},
+      **{f'.canned.{name}': (_names_of(module), False)
+         for name, module in _CANNED_NAMES.items()},
       '.canned.linear_optimizer': ({}, True),
       '.canned.linear_optimizer.python': ({}, True),
       '.canned.linear_optimizer.python.utils': ({}, True),
@@ -333,11 +340,15 @@ def _exists(name):
 
 
 def _build():
-  """Creates every facade module and links each to its parent's attribute."""
+  """Creates every facade module (one given as a module is that module) and
+  links each to its parent's attribute."""
   for name, (names, package) in _namespaces().items():
     if name.startswith('tensorflow.python.tpu.') and _exists(name):
       continue  # This TF still has the module (shim): leave it alone.
-    _modules[name] = _module(name, names, package)
+    if isinstance(names, types.ModuleType):
+      _modules[name] = names
+    else:
+      _modules[name] = _module(name, names, package)
   for name, module in _modules.items():
     parent, _, child = name.rpartition('.')
     if parent in _modules:

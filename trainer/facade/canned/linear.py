@@ -51,7 +51,7 @@ _V1_COLUMNS_IN_V2 = (
 # -- the model --------------------------------------------------------------
 
 
-class LinearModel(tf.keras.layers.Layer):
+class _LinearModelLayer(tf.keras.layers.Layer):
   """A weighted sum of feature columns plus a bias: [batch, units] logits.
 
   Dense columns contribute their values times `weights` ([dimension, units]);
@@ -136,6 +136,24 @@ class LinearModel(tf.keras.layers.Layer):
     columns = canned_private.deserialize_columns(
         config.pop('feature_columns'), custom_objects=custom_objects)
     return cls(feature_columns=columns, **config)
+
+
+class LinearModel(tf.keras.Model):
+  """A Keras model of one _LinearModelLayer (`layer`) of the same name: the
+  linear Estimators' model, also trainable with compile/fit."""
+
+  def __init__(self, feature_columns, units=1, sparse_combiner='sum',
+               trainable=True, name=None, **kwargs):
+    super().__init__(name=name, **kwargs)
+    self.layer = _LinearModelLayer(feature_columns, units, sparse_combiner,
+                                   trainable, name=self.name, **kwargs)
+
+  def call(self, features):
+    return self.layer(features)
+
+  @property
+  def bias(self):
+    return self.layer.bias
 
 
 def _expand_partitions(variables):
@@ -320,8 +338,9 @@ def _sdca_model_fn(features, labels, mode, head, feature_columns, optimizer):
     return head.create_estimator_spec(features=features, mode=mode,
                                       labels=labels, logits=logits)
   sdca_model, train_op = optimizer.get_train_step(
-      model.state_manager, head._weight_column, loss_type, feature_columns,  # pylint: disable=protected-access
-      features, labels, model.bias, tf.compat.v1.train.get_global_step())
+      model.layer.state_manager, head._weight_column, loss_type,  # pylint: disable=protected-access
+      feature_columns, features, labels, model.bias,
+      tf.compat.v1.train.get_global_step())
   spec = head.create_estimator_spec(
       features=features, mode=mode, labels=labels,
       train_op_fn=lambda unused_loss: train_op, logits=logits)

@@ -33,20 +33,19 @@ _GRU_KEY = 'gru'
 USE_DEFAULT = object()
 
 
-def _layer_classes():
-  return {_LSTM_KEY: tf.keras.layers.LSTM, _GRU_KEY: tf.keras.layers.GRU,
-          _SIMPLE_RNN_KEY: tf.keras.layers.SimpleRNN}
-
-
-def _cell_classes():
-  return {_LSTM_KEY: tf.keras.layers.LSTMCell,
-          _GRU_KEY: tf.keras.layers.GRUCell,
-          _SIMPLE_RNN_KEY: tf.keras.layers.SimpleRNNCell}
+# Keras RNN layers and cells by cell_type name (tensorflow_estimator's
+# names, which its tests patch).
+_CELL_TYPE_TO_LAYER_MAPPING = {
+    _LSTM_KEY: tf.keras.layers.LSTM, _GRU_KEY: tf.keras.layers.GRU,
+    _SIMPLE_RNN_KEY: tf.keras.layers.SimpleRNN}
+_CELL_TYPES = {_LSTM_KEY: tf.keras.layers.LSTMCell,
+               _GRU_KEY: tf.keras.layers.GRUCell,
+               _SIMPLE_RNN_KEY: tf.keras.layers.SimpleRNNCell}
 
 
 def _single_rnn_cell(units, cell_type):
   """One RNN cell of `units`: cell_type a name or a cell class."""
-  cell_type = _cell_classes().get(cell_type, cell_type)
+  cell_type = _CELL_TYPES.get(cell_type, cell_type)
   if not callable(cell_type):
     raise ValueError(
         '`cell_type` should be a class producing a RNN cell, or a string '
@@ -183,7 +182,7 @@ def _verify_rnn_cell_input(rnn_cell_fn, units, cell_type):
 def _make_rnn_layer(rnn_cell_fn, units, cell_type, return_sequences):
   """The Keras RNN layer of the arguments (see RNNEstimator)."""
   _verify_rnn_cell_input(rnn_cell_fn, units, cell_type)
-  layers = _layer_classes()
+  layers = _CELL_TYPE_TO_LAYER_MAPPING
   if cell_type in layers and isinstance(units, int):
     return layers[cell_type](units=units, return_sequences=return_sequences)
   if not rnn_cell_fn:
