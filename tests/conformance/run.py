@@ -31,7 +31,8 @@ def _namespace(est, tpu, export, inputs):
   names = {n: getattr(est, n) for n in (
       'Estimator', 'EstimatorSpec', 'RunConfig', 'WarmStartSettings',
       'TrainSpec', 'EvalSpec', 'train_and_evaluate', 'FinalExporter',
-      'LatestExporter', 'LinearClassifier')}
+      'LatestExporter', 'LinearClassifier', 'BinaryClassHead',
+      'RegressionHead', 'MultiHead')}
   names.update(TPUEstimator=tpu.TPUEstimator,
                TPUEstimatorSpec=tpu.TPUEstimatorSpec,
                TPURunConfig=tpu.RunConfig, TPUConfig=tpu.TPUConfig,
