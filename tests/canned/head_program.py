@@ -27,6 +27,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string('out', None, 'Where to write the JSON record.')
 flags.DEFINE_string('work_dir', None, 'Model dirs and exports go here.')
 flags.DEFINE_list('cases', None, 'Only these cases (default: all).')
+flags.DEFINE_integer('replicas', 1, 'Train with a MirroredStrategy over this '
+                     'many CPU devices (RunConfig.train_distribute).')
 
 N = 12  # Examples; batches of 4.
 BATCH = 4
@@ -270,9 +272,19 @@ def _signatures(export_dir):
 def _estimator(name, head_fn, labels, optimizer_kind, regularized):
   model_dir = os.path.join(FLAGS.work_dir, name)
   losses = []
+  config = None
+  if FLAGS.replicas > 1:
+    # Enough inter-op threads for the replicas' collectives (on a 2-core
+    # machine TF's default pool deadlocks the reference's all-reduce).
+    config = tf.estimator.RunConfig(
+        train_distribute=tf.distribute.MirroredStrategy(
+            [f'/cpu:{i}' for i in range(FLAGS.replicas)]),
+        session_config=tf.compat.v1.ConfigProto(
+            inter_op_parallelism_threads=4 * FLAGS.replicas,
+            device_count={"CPU": FLAGS.replicas}, allow_soft_placement=True))
   estimator = tf.estimator.Estimator(
       _model_fn(head_fn, optimizer_kind, regularized, losses),
-      model_dir=model_dir)
+      model_dir=model_dir, config=config)
   estimator.train(_input_fn(labels, name, repeat=None), steps=STEPS)
   metrics = estimator.evaluate(_input_fn(labels, name, repeat=1))
   predictions = list(estimator.predict(
@@ -293,6 +305,10 @@ def _estimator(name, head_fn, labels, optimizer_kind, regularized):
 
 def main(argv):
   del argv
+  if FLAGS.replicas > 1:
+    tf.config.set_logical_device_configuration(
+        tf.config.list_physical_devices('CPU')[0],
+        [tf.config.LogicalDeviceConfiguration()] * FLAGS.replicas)
   record = {}
   for name, (head_fn, labels, optimizer_kind, regularized) in (
       _cases().items()):

@@ -51,13 +51,14 @@ both_lanes = [
 ]
 
 
-def _run(lane, work_dir):
-  out = os.path.join(work_dir, f'{lane}.json')
+def _run(lane, work_dir, *flags, name=None):
+  name = name or lane
+  out = os.path.join(work_dir, f'{name}.json')
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
              PYTHONPATH=testutil.REPO_ROOT)
   result = subprocess.run(
       [PYTHONS[lane], '-m', 'trainer.legacy', PROGRAM, f'--out={out}',
-       f'--work_dir={os.path.join(work_dir, lane)}'],
+       f'--work_dir={os.path.join(work_dir, name)}'] + list(flags),
       cwd=testutil.REPO_ROOT, env=env, capture_output=True, text=True,
       timeout=testutil.HANG_TIMEOUT)
   assert result.returncode == 0, f'{lane}: {result.stderr[-3000:]}'
@@ -69,6 +70,29 @@ def _run(lane, work_dir):
 def records(tmp_path_factory):
   work_dir = str(tmp_path_factory.mktemp('heads'))
   return {lane: _run(lane, work_dir) for lane in PYTHONS}
+
+
+# Trained with RunConfig(train_distribute=MirroredStrategy) over 2 CPUs: a
+# v2 head with a Keras optimizer (the head divides the loss by the replica
+# count) and a v1 head with a v1 optimizer (which does, reading the loss
+# reduction Keras/tf.compat.v1.losses record on the graph).
+REPLICA_CASES = ('binary', 'v1_binary')
+
+
+@pytest.fixture(scope='module')
+def replica_records(tmp_path_factory):
+  """{lane: record} of REPLICA_CASES on 2 replicas. The facade runs one case
+  per process: the tf2 runner's second MirroredStrategy in a process fails
+  its collectives (shape mismatch), which is not the heads' concern."""
+  work_dir = str(tmp_path_factory.mktemp('replicas'))
+  flags = ('--replicas=2',)
+  records = {'legacy': _run('legacy', work_dir, *flags,
+                            f'--cases={",".join(REPLICA_CASES)}')}
+  records['modern'] = {}
+  for case in REPLICA_CASES:
+    records['modern'].update(_run('modern', work_dir, *flags,
+                                  f'--cases={case}', name=f'modern_{case}'))
+  return records
 
 
 def _differences(real, facade, path=''):
@@ -114,6 +138,21 @@ def test_head_matches_tf215(records, case, part):
     assert real['predictions'] and real['variables']
   else:
     assert real['metrics'] and real['predictions']
+  differences = _differences(real, facade)
+  assert not differences, '\n'.join(differences[:30])
+
+
+@both_lanes[0]
+@both_lanes[1]
+@pytest.mark.parametrize('case', REPLICA_CASES)
+def test_head_on_two_replicas_matches_tf215(replica_records, case):
+  real = dict(replica_records['legacy'][case]['estimator'])
+  facade = dict(replica_records['modern'][case]['estimator'])
+  assert len(real['losses']) == 6 and real['metrics']['global_step'] == 6
+  # Not compared: the facade's tf2 runner adds its own 'loss' summary next
+  # to the head's (an extra 'loss_1' tag) where Estimator adds none.
+  assert set(real.pop('train_summaries')) <= set(
+      facade.pop('train_summaries'))
   differences = _differences(real, facade)
   assert not differences, '\n'.join(differences[:30])
 

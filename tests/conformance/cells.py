@@ -266,6 +266,21 @@ CELLS = [
              "numpy_input_fn on tf.data: no queue-fill summary "
              "('enqueue_input/.../fraction_over_0_of_1000_full') in the "
              'events')}),
+    # heads: a tf.estimator head makes the spec in the model_fn.
+    Cell('head_binary', 'heads', 'BinaryClassHead(thresholds=(0.3,)) '
+         '.create_estimator_spec: metrics, predictions, classify/regress/'
+         'predict signatures', {'head': 'binary', 'serving': 'parsing'},
+         actions=(T3, E, P, X)),
+    Cell('head_binary_2rep', 'heads', 'BinaryClassHead, 2 replicas',
+         {'head': 'binary'}, _REP2, differs={'*': (
+             "the tf2 runner's evaluation over replicas fails on a model_fn "
+             "making several Keras metrics (ValueError: 'Mappings are an "
+             "append-only data structure', "
+             "trainer/runners/tf2/model_fn_adapter.py), and its training "
+             "writes a 'loss_1' summary beside the head's 'loss'")}),
+    Cell('head_multi', 'heads', 'MultiHead of BinaryClassHead and '
+         'RegressionHead: merged loss, per-head metrics and exports',
+         {'head': 'multi'}, actions=(T3, E, P, X)),
     Cell('canned_linear_classifier', 'canned', 'tf.compat.v1.estimator.'
          'LinearClassifier on a numeric feature column',
          est={'kind': 'canned', 'family': 'linear'}, actions=(T3, E, P, X),

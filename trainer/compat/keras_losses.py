@@ -8,7 +8,7 @@ first under `tf.keras.__internal__.losses`, TF the second under
 their losses, their dtypes and the reduction Keras records on the graph (v1
 optimizers read it to scale a loss across replicas, as Estimator does) are
 the reference's. `tf.keras` is Keras 2 wherever the facade runs (tf-keras on
-TF >= 2.16, selected by trainer.startup before TensorFlow is imported).
+TF >= 2.16, selected by trainer.runtime.startup before TensorFlow is imported).
 """
 
 import tensorflow as tf

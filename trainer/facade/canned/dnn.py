@@ -22,11 +22,11 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import canned as canned_private
+from trainer.facade import estimator
 from trainer.facade.canned import head as head_v1
 from trainer.facade.canned import optimizers
 from trainer.facade.head import head_utils
 from trainer.facade.head import regression_head
-from trainer.legacy import estimator
 
 ModeKeys = specs.ModeKeys
 # Loss reductions: the v2 Estimators' default (a tf.losses.Reduction, as

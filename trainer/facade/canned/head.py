@@ -160,7 +160,7 @@ def _get_weights_and_check_match_logits(features, weight_column, logits,
   base_head.get_weights_and_check_match_logits. weight_column: a feature
   key or a numeric_column."""
   if (weight_column is not None and not isinstance(weight_column, str) and
-      not isinstance(weight_column, base_head._numeric_column_type())):  # pylint: disable=protected-access
+      not isinstance(weight_column, base_head.numeric_column_type())):
     raise TypeError(
         'Weight column must be either a string or _DenseColumn. Given type: '
         f'{type(weight_column)}. (trainer.legacy reads weights from a '

@@ -16,11 +16,11 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import canned as canned_private
+from trainer.facade import estimator
 from trainer.facade.canned import optimizers
 from trainer.facade.head import binary_class_head
 from trainer.facade.head import multi_class_head
 from trainer.facade.head import sequential_head
-from trainer.legacy import estimator
 
 ModeKeys = specs.ModeKeys
 

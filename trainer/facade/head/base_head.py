@@ -269,7 +269,8 @@ def _raw_weights(features, key):
                    lambda: tf.expand_dims(value, -1), lambda: value)
 
 
-def _numeric_column_type():
+def numeric_column_type():
+  """The class of tf.feature_column.numeric_column (v1 and v2 share it)."""
   return type(tf.feature_column.numeric_column('weight'))
 
 
@@ -293,7 +294,7 @@ def get_weights_and_check_match_logits(features, weight_column, logits,
   with tf.compat.v1.name_scope('weights', values=values) as scope:
     if isinstance(weight_column, str):
       key, normalizer_fn = weight_column, None
-    elif isinstance(weight_column, _numeric_column_type()):
+    elif isinstance(weight_column, numeric_column_type()):
       key, normalizer_fn = weight_column.key, weight_column.normalizer_fn
     else:
       raise TypeError('Weight column must be either a string or '
