@@ -110,9 +110,10 @@ def test_install_changes_nothing_where_estimator_exists():
 
 def test_unsupported_apis_fail_naming_the_alternative():
   with pytest.raises(unsupported.UnsupportedApiError,
-                     match=r'tf.estimator.DNNClassifier is not supported .*'
-                     r'canned Estimators.*Instead: write a model_fn'):
-    unsupported.stub('tf.estimator.DNNClassifier')(hidden_units=[10])
+                     match=r'tf.estimator.BoostedTreesClassifier is not '
+                     r'supported .*boosted-trees.*Instead: .*Decision '
+                     r'Forests'):
+    unsupported.stub('tf.estimator.BoostedTreesClassifier')(n_batches=1)
   for api in unsupported.APIS:
     with pytest.raises(unsupported.UnsupportedApiError, match=api):
       unsupported.stub(api)()

@@ -268,7 +268,10 @@ class Estimator:
     strategy of several replicas, a TPU or multi-worker one, or a TF_CONFIG
     cluster of workers. A one-replica strategy (OneDeviceStrategy, a
     MirroredStrategy of one device) runs on the graph engine, as Estimator
-    runs it: in a Session, with the same results as without it."""
+    runs it: in a Session, with the same results as without it. predict()
+    runs on one device whatever the strategies, as Estimator.predict."""
+    if mode == specs.ModeKeys.PREDICT:
+      return False
     distribution = (self._train_distribution if mode == specs.ModeKeys.TRAIN
                     else self._eval_distribution)
     return (strategy_lib.is_distributed(distribution) or

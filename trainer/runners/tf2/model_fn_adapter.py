@@ -105,7 +105,13 @@ def add_to_collections(variable, kwargs, graph=None):
 
 def _collecting_getter(getter, *args, names=None, **kwargs):
   """get_variable custom getter: adds what it returns to the collections
-  (and its name to `names`)."""
+  (and its name to `names`). A partitioner is dropped, as a TF1 graph in
+  the scope of the strategies this runner runs (MirroredStrategy, TPU,
+  multi-worker) drops it: they make no partitioned variables."""
+  if kwargs.pop('partitioner', None) is not None:
+    _v1.logging.log_first_n(
+        _v1.logging.WARN, 'Partitioned variables are disabled when using '
+        'current tf.distribute.Strategy.', 1)
   trainable = _is_trainable(kwargs)
   aggregation = kwargs.get('aggregation') or _NONE
   if not trainable and aggregation == _NONE:

@@ -91,7 +91,10 @@ def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps,
   if save_summary_steps and compiled:
     hooks.append(LossSummaryHook(loss, save_summary_steps, model_dir))
   elif save_summary_steps:
-    _v1.summary.scalar('loss', loss)
+    # As Estimator: unless the model_fn made one (its ops are at the root).
+    if not any(s.op.name == 'loss'
+               for s in _v1.get_collection(_v1.GraphKeys.SUMMARIES)):
+      _v1.summary.scalar('loss', loss)
     summary_op = _v1.summary.merge_all()
     if summary_op is not None:  # None where TF skips summaries (replicas).
       hooks.append(_v1.train.SummarySaverHook(
