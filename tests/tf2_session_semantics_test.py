@@ -201,3 +201,27 @@ def test_train_logs_checkpoints_and_the_loss_of_the_final_step(engine, tmp_path)
   assert [l for l in lines if l.startswith('Loss for final step')] == [
       'Loss for final step: 11.0.']
   assert f'Saving checkpoints for 2 into {tmp_path}/model.ckpt.' in lines
+
+
+def _two_keras_metrics_model_fn(features, labels, mode, params):
+  """Two Keras metrics of one class (their variables share the names
+  'total' and 'count'), as every head makes."""
+  del labels
+  p = v1.layers.dense(features['x'], 1, name='d',
+                      kernel_initializer=v1.ones_initializer())
+  mean_p = tf.keras.metrics.Mean(name='mean_p')
+  mean_p.update_state(p)
+  mean_x = tf.keras.metrics.Mean(name='mean_x')
+  mean_x.update_state(features['x'])
+  return params['spec'](mode, loss=tf.reduce_mean(p), eval_metric_ops={
+      'mean_p': mean_p, 'mean_x': mean_x})
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_evaluate_several_keras_metrics_of_one_class(engine, tmp_path):
+  est = _estimator(engine, tmp_path, _two_keras_metrics_model_fn)
+  results = est.evaluate(_input_fn())  # x 0..7; p = x0 + x1 = 1, 5, 9, 13.
+  assert float(results['mean_p']) == pytest.approx(7.0)
+  assert float(results['mean_x']) == pytest.approx(3.5)
+  assert float(results['loss']) == pytest.approx(7.0)
+
