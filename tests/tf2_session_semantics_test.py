@@ -8,6 +8,7 @@ predictions of different batch lengths are refused, metric values keep
 their dtype.
 """
 
+import contextlib
 import os
 
 import numpy as np
@@ -225,3 +226,39 @@ def test_evaluate_several_keras_metrics_of_one_class(engine, tmp_path):
   assert float(results['mean_x']) == pytest.approx(3.5)
   assert float(results['loss']) == pytest.approx(7.0)
 
+
+def _summary_tags(model_dir):
+  tags = set()
+  for path in tf.io.gfile.glob(os.path.join(model_dir, 'events.out.*')):
+    for event in v1.train.summary_iterator(path):
+      tags.update(value.tag for value in event.summary.value)
+  return tags
+
+
+def _own_loss_summary_model_fn(scope):
+  """Trains; makes its own 'loss' summary (as a head does) at the graph's
+  root, or under name scope `scope`."""
+
+  def model_fn(features, labels, mode, params):
+    del labels
+    loss = tf.reduce_mean(v1.layers.dense(
+        features['x'], 1, name='d', kernel_initializer=v1.ones_initializer()))
+    with tf.name_scope(scope) if scope else contextlib.nullcontext():
+      v1.summary.scalar('loss', loss)
+    train_op = v1.train.GradientDescentOptimizer(0.01).minimize(
+        loss, v1.train.get_global_step())
+    return params['spec'](mode, loss=loss, train_op=train_op)
+
+  return model_fn
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('scope,expected', [
+    (None, {'loss', 'global_step/sec'}),
+    ('mine', {'loss', 'mine/loss', 'global_step/sec'})])
+def test_estimator_adds_a_loss_summary_only_if_the_model_fn_made_none(
+    engine, scope, expected, tmp_path):
+  est = _estimator(engine, tmp_path, _own_loss_summary_model_fn(scope),
+                   save_summary_steps=1, log_step_count_steps=1)
+  est.train(lambda: _input_fn()().repeat(), steps=3)
+  assert _summary_tags(str(tmp_path)) == expected
