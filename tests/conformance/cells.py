@@ -272,12 +272,7 @@ CELLS = [
          'predict signatures', {'head': 'binary', 'serving': 'parsing'},
          actions=(T3, E, P, X)),
     Cell('head_binary_2rep', 'heads', 'BinaryClassHead, 2 replicas',
-         {'head': 'binary'}, _REP2, differs={'*': (
-             "the tf2 runner's evaluation over replicas fails on a model_fn "
-             "making several Keras metrics (ValueError: 'Mappings are an "
-             "append-only data structure', "
-             "trainer/runners/tf2/model_fn_adapter.py), and its training "
-             "writes a 'loss_1' summary beside the head's 'loss'")}),
+         {'head': 'binary'}, _REP2),
     Cell('head_multi', 'heads', 'MultiHead of BinaryClassHead and '
          'RegressionHead: merged loss, per-head metrics and exports',
          {'head': 'multi'}, actions=(T3, E, P, X)),

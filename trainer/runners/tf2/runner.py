@@ -32,6 +32,7 @@ from absl import logging
 import tensorflow as tf
 
 from trainer.api import estimator_names as estimator_compat
+from trainer.compat import collective_keys
 from trainer.compat import estimator_calls
 from trainer.compat import op_seeds
 from trainer.runners.tf2 import evaluate
@@ -86,6 +87,8 @@ class Tf2Runner:
     op_seeds.set_global_seed(params['seed'])
     self.strategy, self.strategy_kind = strategy or (
         strategy_lib.make_strategy(params))
+    # Another MirroredStrategy of this process may have used its keys.
+    collective_keys.use_own_keys(self.strategy)
     self.jit = strategy_lib.choose_jit(self.strategy_kind,
                                        params['jit_compile'])
     self.num_replicas = self.strategy.num_replicas_in_sync
