@@ -77,7 +77,8 @@ def check(params, training, overwrite=False, model_keys=()):
   a mismatching run first). Otherwise the directory is only checked.
   """
   model_dir = params['model_dir']
-  current = json.loads(json.dumps(fingerprint(params, model_keys)))  # Lists, not tuples.
+  # Lists, not tuples.
+  current = json.loads(json.dumps(fingerprint(params, model_keys)))
   stored = _read(model_dir)
   if stored is not None and stored != current:
     diffs = [f'  --{k}: {stored.get(k)!r} there, {current.get(k)!r} now'
