@@ -4,8 +4,9 @@ build their runners here.
 
 A runner is its own package under trainer/runners/ and one `register` call
 below. Every runner offers the controller's interface
-(trainer/runtime/controller.py: train, evaluate, predict, export) and
-`observe_training(steps, compared)`, which verify_migration compares.
+(trainer/runtime/controller.py: train, evaluate, predict, export,
+global_step, latest_checkpoint) and `observe_training(steps, compared)`,
+which verify_migration compares.
 """
 
 import dataclasses
