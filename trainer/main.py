@@ -27,6 +27,7 @@ from trainer import user_flags
 from trainer.api import errors
 from trainer.facade import install as facade
 from trainer.guard import preemption
+from trainer.models import builtin
 from trainer.models import registry
 from trainer.runners import registry as runners
 from trainer.runtime import run_guard
@@ -76,7 +77,8 @@ def main(argv):
     params = config.as_params()
     logging.info('No --model_dir: using new directory %s', params['model_dir'])
   try:
-    with run_guard.guarded(params):
+    model_keys = builtin.fingerprint_keys(params['model'])
+    with run_guard.guarded(params, model_keys):
       result = dict(runners.run(params, model_fn, input_fns,
                                 serving_input_fn), **extra)
   except preemption.PreemptedError as e:
@@ -94,6 +96,7 @@ if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   try:  # Model modules first: their own flags can then be set.
     user_flags.define_all(sys.argv, trainer_flags.define_flags)
+    runners.add_flag_validator()
   except user_flags.FlagClashError as e:
     sys.exit(f'FATAL Flags parsing error: {e}')
   app.run(main)

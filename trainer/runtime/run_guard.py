@@ -41,22 +41,24 @@ def check_inputs(params):
 
 
 @contextlib.contextmanager
-def guarded(params):
+def guarded(params, model_keys=()):
   """Runs the block as the one trainer of params['model_dir'] (training
-  modes) after checking the configuration stored there."""
+  modes) after checking the configuration stored there (model_keys: the
+  model's own settings in it, trainer/guard/fingerprint.py's)."""
   with tfrecord.naming_corrupt_files(params, splits(params)):
     if params['mode'] not in TRAINING_MODES:
-      fingerprint.check(params, training=False)
+      fingerprint.check(params, training=False, model_keys=model_keys)
       yield
       return
     if not tf_config.is_chief_task():  # Multi-worker: the chief guards.
-      fingerprint.check(params, training=False)
+      fingerprint.check(params, training=False, model_keys=model_keys)
       with preemption.handling_sigterm():  # Every worker stops on SIGTERM.
         yield
       return
     with lock.locked(params['model_dir']):
       fingerprint.check(params, training=True,
-                            overwrite=params['overwrite_model_dir'])
+                        overwrite=params['overwrite_model_dir'],
+                        model_keys=model_keys)
       checkpoint_recovery.recover(params['model_dir'],
                                   params['keep_checkpoint_max'])
       with preemption.handling_sigterm():

@@ -191,6 +191,20 @@ class Tf2Runner:
     return {name: v.numpy()
             for name, v in self.module.variables_by_name().items()}
 
+  def observe_training(self, steps, compared):
+    """Trains `steps` steps one at a time; (each step's loss, after each
+    step {TF1 name: value} of the variables `compared(name, variable)`
+    selects)."""
+    losses, weights, names = [], [], None
+    for _ in range(steps):
+      losses.append(float(self.train_steps(1)[0]))
+      if names is None:
+        names = {n for n, v in self.module.variables_by_name().items()
+                 if compared(n, v)}
+      values = self.variables()
+      weights.append({n: values[n] for n in names})
+    return losses, weights
+
   def save_checkpoint(self):
     """Writes model_dir/model.ckpt-STEP now; returns its prefix."""
     return self.checkpoints.save(self.global_step())
