@@ -22,6 +22,7 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import facade_private
 from trainer.compat import tf_private
+from trainer.graph import cluster
 from trainer.graph import inputs
 from trainer.graph import program as program_lib
 
@@ -114,6 +115,7 @@ def _train_with_spec(program, spec, worker_hooks, hooks, global_step,
             every_n_steps=config.log_step_count_steps,
             output_dir=config.model_dir))
 
+  cluster.check_master(config)
   session = tf_private.training_module().MonitoredTrainingSession(
       master=config.master, is_chief=config.is_chief,
       checkpoint_dir=program.model_dir, scaffold=spec.scaffold,

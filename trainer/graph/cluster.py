@@ -1,0 +1,156 @@
+"""A TF_CONFIG task's part in between-graph replication, as Estimator runs it.
+
+Under Estimator each training task of a TF_CONFIG cluster runs a
+`tf.distribute.Server` for its own address (RunConfig.master,
+grpc://HOST:PORT); its graph places variables on the ps tasks (a replica
+device setter, program.device_fn) and its MonitoredTrainingSession runs on
+that server. This module holds the pieces around that session:
+  * start_server(config): the task's server, started before training, as
+    tf.estimator.train_and_evaluate does (not in a TF_CONFIG "environment"
+    of "google", where the platform runs the servers; not for a cluster of
+    one trainer, whose master is local). A port already taken fails here,
+    naming the task and its address;
+  * serve(config): a ps task's server, serving until the process is stopped;
+  * worker_start_delay_secs(config): how long worker N waits before it
+    trains ((N + 1) * 5 s, at most RunConfig.experimental_max_worker_delay_
+    secs, default 60), so that asynchronous training starts from the chief's
+    initialised variables, as Estimator waits;
+  * check_master(config): before a training session, that a server listens
+    at RunConfig.master. Estimator.train() called directly (not through
+    train_and_evaluate) on a task of a cluster starts no server; the session
+    would wait for one for session_creation_timeout_secs (two hours by
+    default). This fails at once with what to do instead.
+"""
+
+import json
+import os
+import socket
+import time
+import urllib.parse
+
+import tensorflow as tf
+
+_v1 = tf.compat.v1
+TRAINERS = ('chief', 'master', 'worker')
+DELAY_SECS_PER_WORKER = 5
+MAX_DELAY_SECS = 60
+_servers = {}  # target (grpc://host:port) -> the Server this process runs.
+
+
+class ServerError(RuntimeError):
+  """A task's server could not start or is missing; says what to do."""
+
+
+def platform_runs_servers():
+  """TF_CONFIG's "environment" is "google": the platform starts servers."""
+  try:
+    tf_config = json.loads(os.environ.get('TF_CONFIG') or '{}')
+  except ValueError:
+    return False
+  return isinstance(tf_config, dict) and tf_config.get(
+      'environment') == 'google'
+
+
+def _task(config):
+  return f'{config.task_type}:{config.task_id}'
+
+
+def _address(config):
+  return config.cluster_spec.task_address(config.task_type, config.task_id)
+
+
+def start_server(config):
+  """Starts and returns this task's tf.distribute.Server; None (logged) for
+  a cluster of one trainer, whose session is local. RuntimeError, as
+  Estimator's, without a cluster, task or master; ServerError naming the
+  task and address if the server cannot start (a port in use)."""
+  if (not config.cluster_spec or not config.task_type or
+      config.task_id is None):
+    raise RuntimeError('Could not start server; be sure to specify '
+                       'cluster_spec, task_type, and task in RunConfig or set '
+                       'the TF_CONFIG environment variable.')
+  if not config.master:
+    jobs = config.cluster_spec.jobs
+    if (len(jobs) == 1 and len(config.cluster_spec.job_tasks(jobs[0])) == 1
+        and config.task_type in TRAINERS):
+      _v1.logging.info('Skip starting Tensorflow server as there is only one '
+                       'node in the cluster.')
+      return None
+    raise RuntimeError('Could not start server; be sure to specify master in '
+                       'RunConfig or set the TF_CONFIG environment variable.')
+  _v1.logging.info('Start Tensorflow server.')
+  session_config = _v1.ConfigProto(log_device_placement=False)
+  if config.session_config is not None:
+    session_config.gpu_options.CopyFrom(config.session_config.gpu_options)
+  server = tf.distribute.Server(
+      config.cluster_spec, job_name=config.task_type,
+      task_index=config.task_id, config=session_config, start=False,
+      protocol=config.protocol)
+  try:
+    server.start()
+  except (tf.errors.UnknownError, tf.errors.InternalError,
+          tf.errors.UnavailableError) as e:
+    raise ServerError(
+        f'TF_CONFIG task {_task(config)} could not start its TensorFlow '
+        f'server at {_address(config)}: {e.message.strip()} Another process '
+        'holds that port, or the address is not this host\'s: give the task '
+        'a free port in TF_CONFIG "cluster".') from e
+  _servers[server.target.decode() if isinstance(server.target, bytes)
+           else server.target] = server
+  return server
+
+
+def serve(config):
+  """A ps task: starts its server and serves until the process is stopped
+  (Estimator's ps never returns)."""
+  server = start_server(config)
+  if server is None:
+    return
+  _v1.logging.info('Task %s serves variables at %s until it is stopped.',
+                   _task(config), _address(config))
+  server.join()
+
+
+def worker_start_delay_secs(config):
+  """Seconds worker N waits before training (0 for other task types)."""
+  if config.task_type != 'worker':
+    return 0
+  limit = MAX_DELAY_SECS
+  if config.experimental_max_worker_delay_secs is not None:
+    limit = int(config.experimental_max_worker_delay_secs)
+  return min(limit, (config.task_id + 1) * DELAY_SECS_PER_WORKER)
+
+
+def delay_worker(config):
+  """Sleeps worker_start_delay_secs(config), logged as Estimator logs it."""
+  secs = worker_start_delay_secs(config)
+  if secs > 0:
+    _v1.logging.info('Waiting %d secs before starting training.', secs)
+    time.sleep(secs)
+
+
+def _listening(target):
+  parsed = urllib.parse.urlparse(target)
+  try:
+    with socket.create_connection((parsed.hostname, parsed.port), timeout=5):
+      return True
+  except OSError:
+    return False
+
+
+def check_master(config):
+  """ServerError unless a server listens at config.master, when it is a
+  grpc:// address (the task's own, in a TF_CONFIG cluster)."""
+  master = config.master or ''
+  if not master.startswith('grpc://') or master in _servers:
+    return
+  if _listening(master):  # The program started a server itself.
+    return
+  raise ServerError(
+      f'Estimator.train() on TF_CONFIG task {_task(config)}: no TensorFlow '
+      f'server listens at {master} (RunConfig.master), so its session would '
+      f'wait {config.session_creation_timeout_secs} s for one. Call '
+      'tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec), '
+      'which starts the task\'s server (and serves a "ps" task), or start '
+      'tf.distribute.Server(config.cluster_spec, job_name=config.task_type, '
+      'task_index=config.task_id) before calling train().')
