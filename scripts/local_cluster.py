@@ -144,23 +144,27 @@ class LocalCluster:
   def wait(self, task, timeout):
     """The task's exit status; None if still running after `timeout` s."""
     try:
-      code = task.process.wait(timeout=timeout)
+      code = (task.process.wait(timeout=timeout) if timeout
+              else task.process.poll())
     except subprocess.TimeoutExpired:
+      return None
+    if code is None:
       return None
     if task.ended_at is None:
       task.ended_at = time.monotonic()
     return code
 
   def wait_all(self, timeout, roles=WAITED):
-    """{task name: exit status or None (killed at the timeout)} of the tasks
-    of `roles`, waited together for at most `timeout` s."""
+    """{task name: exit status, or None if it still ran after `timeout` s
+    (then killed)} of the tasks of `roles`, polled together."""
     deadline = time.monotonic() + timeout
-    results = {}
-    for task in self.tasks:
-      if task.type not in roles:
-        continue
-      results[task.name] = self.wait(
-          task, max(deadline - time.monotonic(), 0.01))
+    waited = [t for t in self.tasks if t.type in roles]
+    while any(self.wait(t, 0) is None for t in waited):
+      if time.monotonic() > deadline:
+        break
+      time.sleep(0.2)
+    results = {t.name: self.wait(t, 0) for t in waited}
+    for task in waited:
       if results[task.name] is None:
         self.kill(task)
     return results

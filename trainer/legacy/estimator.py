@@ -29,6 +29,7 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import estimator_calls
 from trainer.compat import tf_private
+from trainer.graph import distributed_train
 from trainer.graph import evaluate as graph_evaluate
 from trainer.graph import export as graph_export
 from trainer.graph import predict as graph_predict
@@ -179,7 +180,9 @@ def _check_listeners_type(listeners):
 
 def _is_distributed(strategy):
   """A strategy of several replicas, on TPU, across workers or with
-  parameter servers (which the tf2 runner refuses by name)."""
+  parameter servers (the tf2 runner runs the first three; it refuses
+  parameter-server strategies by name, which only training runs, on the
+  graph engine)."""
   if strategy is None:
     return False
   kind = type(strategy).__name__
@@ -190,10 +193,39 @@ def _is_distributed(strategy):
                                         'ParameterServer', 'CentralStorage')))
 
 
+def _graph_strategy(config):
+  """The train_distribute strategy Estimator.train runs on the graph engine
+  (graph/distributed_train.py), else None: a tf.compat.v1
+  ParameterServerStrategy or a CentralStorageStrategy; a
+  MultiWorkerMirroredStrategy in a task of a TF_CONFIG cluster the
+  Distribute Coordinator set up (elsewhere it runs on the tf2 runner)."""
+  strategy = config.train_distribute
+  if strategy is None or not distributed_train.runs_in_graph(strategy):
+    return None
+  if distributed_train.is_collective(strategy) and not (
+      config.cluster_spec and config.task_type and
+      not run_config.uses_distribute_coordinator(config)):
+    return None
+  return strategy
+
+
 def _multi_worker(config):
   """A TF_CONFIG cluster of several chief/worker tasks and no ps."""
   workers, ps = run_config.training_cluster(config)
   return ps == 0 and workers > 1
+
+
+def _check_not_coordinated(config, method):
+  """ValueError, as Estimator's, for train() or evaluate() called directly
+  with a strategy on a TF_CONFIG cluster, which only train_and_evaluate
+  runs (through the Distribute Coordinator)."""
+  if not run_config.uses_distribute_coordinator(config):
+    return
+  if 'evaluator' in config.cluster_spec.jobs:
+    raise ValueError("'evaluator' job is not supported if you don't use "
+                     '`train_and_evaluate`')
+  raise ValueError('Only `STANDALONE_CLIENT` mode is supported when you call '
+                   f'`estimator.{method}`')
 
 
 class Estimator:
@@ -266,6 +298,17 @@ class Estimator:
     self._check_checkpoint()
     return [name for name, _ in tf.train.list_variables(self.model_dir)]
 
+  def _for_worker_context(self, context, strategy):
+    """A copy of this Estimator for a Distribute Coordinator task: its
+    RunConfig with the task's settings and `strategy` (see
+    RunConfig.for_worker_context)."""
+    new = copy.copy(self)
+    new._config = self._config.for_worker_context(context, strategy)
+    new._train_distribution = new._config.train_distribute
+    new._eval_distribution = new._config.eval_distribute
+    new._params = copy.deepcopy(self._params)
+    return new
+
   # -- engines --------------------------------------------------------------
 
   def _program(self):
@@ -283,6 +326,8 @@ class Estimator:
     cluster of workers. A one-replica strategy (OneDeviceStrategy, a
     MirroredStrategy of one device) runs on the graph engine, as Estimator
     runs it: in a Session, with the same results as without it."""
+    if mode == ModeKeys.TRAIN and _graph_strategy(self._config):
+      return False
     distribution = (self._train_distribution if mode == ModeKeys.TRAIN
                     else self._eval_distribution)
     return _is_distributed(distribution) or _multi_worker(self._config)
@@ -322,6 +367,11 @@ class Estimator:
       with behavior.tf2_behavior():
         loss = self._backend().train(input_fn, hooks=hooks,
                                      listeners=saving_listeners)
+    elif _graph_strategy(self._config):
+      _check_not_coordinated(self._config, 'train')
+      loss = distributed_train.train(self._program(),
+                                     _graph_strategy(self._config), input_fn,
+                                     hooks, saving_listeners)
     else:
       loss = graph_train.train(self._program(), input_fn, hooks,
                                saving_listeners)

@@ -17,7 +17,9 @@ train_and_evaluate behaves as Estimator's:
       checkpoints (the older layout, without an evaluator task);
     - 'ps': starts its server and serves until stopped (never returns);
     - 'evaluator': evaluates each new checkpoint and runs the exporters,
-      until one reaches max_steps.
+      until one reaches max_steps;
+    with a RunConfig train_distribute strategy (no master), the Distribute
+    Coordinator runs the task instead (trainer/legacy/coordinator.py).
 """
 
 import collections
@@ -28,6 +30,7 @@ import tensorflow as tf
 
 from trainer.compat import estimator_calls
 from trainer.graph import cluster
+from trainer.legacy import coordinator
 from trainer.legacy import estimator as estimator_lib
 from trainer.legacy import events
 from trainer.legacy import gc
@@ -448,8 +451,10 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
   task = config.task_type
   if run_config.uses_distribute_coordinator(config):
     logging.info('Running `train_and_evaluate` with Distribute Coordinator.')
-  else:
-    logging.info('Not using Distribute Coordinator.')
+    coordinator.train_and_evaluate(estimator, train_spec, eval_spec,
+                                   _continuous_evaluation)
+    return None
+  logging.info('Not using Distribute Coordinator.')
   if task == run_config.TaskType.EVALUATOR and config.task_id > 0:
     raise ValueError(
         'For distributed training, there can only be one `evaluator` task '
