@@ -57,11 +57,15 @@ def configure_peer_timeout(timeout_secs, tf_config=None):
   sending heartbeats (killed, host lost) count as lost after `timeout_secs`,
   when the others' collectives fail (guard/peers.py names it). Call before
   the MultiWorkerMirroredStrategy is made; None or 0: TensorFlow's default
-  (10 s). True when it configured the job."""
+  (10 s). Only on a chief or worker task. True when it configured the job."""
   if not timeout_secs:
     return False
   raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
   if cluster_workers(raw) <= 1:
+    return False
+  # Only the chief and workers join the coordination service; an evaluator
+  # (which TFJob lists in every pod's cluster) must not register with it.
+  if json.loads(raw).get('task', {}).get('type') not in ('chief', 'worker'):
     return False
   cluster = tf.train.ClusterSpec(json.loads(raw)['cluster'])
   done = tf_private.configure_peer_heartbeat(cluster, timeout_secs)

@@ -1,8 +1,9 @@
 """Estimator.train under a RunConfig train_distribute strategy, in a TF1 graph.
 
-What tf.estimator does for the strategies it runs in a graph of its own
-(tf.compat.v1 ParameterServerStrategy and CentralStorageStrategy, and
-MultiWorkerMirroredStrategy on a TF_CONFIG cluster): one graph per call,
+What tf.estimator does with a strategy, for those the facade runs in a graph
+as Estimator did (tf.compat.v1 ParameterServerStrategy, CentralStorageStrategy
+v1 and v2, and MultiWorkerMirroredStrategy made in graph mode; the tf2
+runner runs the others): one graph per call,
 built inside strategy.scope() with the v1 optimizers' loss scaling on (they
 divide the loss by the replica count); the input_fn is called through
 strategy.make_input_fn_iterator (with an InputContext when it takes one)
@@ -38,13 +39,18 @@ _COLLECTIVE = frozenset(('MultiWorkerMirroredStrategy',
                          'CollectiveAllReduceStrategyV1'))
 
 
-def runs_in_graph(strategy):
-  """Whether Estimator training under `strategy` runs here."""
-  return type(strategy).__name__ in GRAPH_STRATEGIES
-
-
 def is_collective(strategy):
   return type(strategy).__name__ in _COLLECTIVE
+
+
+def runs_in_graph(strategy):
+  """Whether Estimator training under `strategy` runs here: a
+  MultiWorkerMirroredStrategy only when made in graph mode (the program
+  called tf.compat.v1.disable_eager_execution(), which Estimator required
+  for it); made eagerly, it runs on the tf2 runner."""
+  if is_collective(strategy):
+    return not tf.executing_eagerly()
+  return type(strategy).__name__ in GRAPH_STRATEGIES
 
 
 class _IteratorInitializerHook(_v1.train.SessionRunHook):

@@ -195,16 +195,11 @@ def _is_distributed(strategy):
 
 def _graph_strategy(config):
   """The train_distribute strategy Estimator.train runs on the graph engine
-  (graph/distributed_train.py), else None: a tf.compat.v1
-  ParameterServerStrategy or a CentralStorageStrategy; a
-  MultiWorkerMirroredStrategy in a task of a TF_CONFIG cluster the
-  Distribute Coordinator set up (elsewhere it runs on the tf2 runner)."""
+  (graph/distributed_train.py: tf.compat.v1 ParameterServerStrategy,
+  CentralStorageStrategy, a MultiWorkerMirroredStrategy made in graph
+  mode), else None."""
   strategy = config.train_distribute
   if strategy is None or not distributed_train.runs_in_graph(strategy):
-    return None
-  if distributed_train.is_collective(strategy) and not (
-      config.cluster_spec and config.task_type and
-      not run_config.uses_distribute_coordinator(config)):
     return None
   return strategy
 
@@ -363,12 +358,12 @@ class Estimator:
     hooks = _check_hooks_type(hooks)
     hooks.extend(self._convert_train_steps_to_hooks(steps, max_steps))
     saving_listeners = _check_listeners_type(saving_listeners)
+    _check_not_coordinated(self._config, 'train')
     if self._needs_tf2(ModeKeys.TRAIN):
       with behavior.tf2_behavior():
         loss = self._backend().train(input_fn, hooks=hooks,
                                      listeners=saving_listeners)
     elif _graph_strategy(self._config):
-      _check_not_coordinated(self._config, 'train')
       loss = distributed_train.train(self._program(),
                                      _graph_strategy(self._config), input_fn,
                                      hooks, saving_listeners)

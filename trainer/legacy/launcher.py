@@ -112,7 +112,8 @@ def _prepare(cpu_fallback, peer_timeout_secs):
   import tensorflow as tf
   from trainer.legacy import cluster
   from trainer.legacy import install
-  if install.install() or install.installed():
+  facade = install.install() or install.installed()
+  if facade:
     _say(f'TensorFlow {tf.__version__} has no tf.estimator: the program\'s '
          'Estimator calls run on the tf2 runner (trainer.legacy facade).')
   else:
@@ -120,19 +121,24 @@ def _prepare(cpu_fallback, peer_timeout_secs):
          'Estimator unchanged.')
   if cpu_fallback:
     cluster.install_fallback()
-  _configure_peers(peer_timeout_secs)
+  _configure_peers(peer_timeout_secs, facade)
 
 
-def _configure_peers(timeout_secs):
+def _configure_peers(timeout_secs, facade):
   """Before the program makes its MultiWorkerMirroredStrategy: a lost peer
-  fails the others after `timeout_secs`. Not for jobs with parameter
-  servers (Estimator's own distributed training, no coordination service)."""
+  fails the others after `timeout_secs`. A job with parameter servers
+  trains by between-graph replication (servers, no coordination service);
+  there, a MultiWorkerMirroredStrategy made eagerly would wait for the ps
+  tasks forever, and is refused when made, naming the alternatives."""
   raw = os.environ.get('TF_CONFIG', '')
   try:
     has_ps = bool(json.loads(raw).get('cluster', {}).get('ps')) if raw else False
   except (ValueError, AttributeError):
     return  # The program's own TF_CONFIG error is clearer.
   if has_ps:
+    if facade:
+      from trainer.compat import collective_guard  # pylint: disable=g-import-not-at-top
+      collective_guard.install()
     return
   from trainer import tf_config  # pylint: disable=g-import-not-at-top
   tf_config.configure_peer_timeout(timeout_secs)
