@@ -19,12 +19,23 @@ that server. This module holds the pieces around that session:
     at RunConfig.master. Estimator.train() called directly (not through
     train_and_evaluate) on a task of a cluster starts no server; the session
     would wait for one for session_creation_timeout_secs (two hours by
-    default). This fails at once with what to do instead.
+    default). This fails at once with what to do instead;
+  * watching_ps_tasks(config): while a task trains with variables on ps
+    tasks, a ps that stops answering is waited for, as Estimator waits (its
+    MonitoredSession makes a new session when the ps is back, restoring the
+    last checkpoint), but for ps_timeout_secs at most (set_ps_timeout, the
+    launcher's --ps_timeout_secs, default 60; Estimator waits forever): then
+    the task stops with one error line naming the ps task, exit status 1,
+    and once the ps is back a restarted task resumes from the last
+    checkpoint.
 """
 
+import contextlib
 import json
 import os
 import socket
+import sys
+import threading
 import time
 import urllib.parse
 
@@ -34,7 +45,10 @@ _v1 = tf.compat.v1
 TRAINERS = ('chief', 'master', 'worker')
 DELAY_SECS_PER_WORKER = 5
 MAX_DELAY_SECS = 60
+DEFAULT_PS_TIMEOUT_SECS = 60
+PS_LOST_EXIT_STATUS = 1
 _servers = {}  # target (grpc://host:port) -> the Server this process runs.
+_settings = {'ps_timeout_secs': DEFAULT_PS_TIMEOUT_SECS}
 
 
 class ServerError(RuntimeError):
@@ -129,10 +143,13 @@ def delay_worker(config):
     time.sleep(secs)
 
 
-def _listening(target):
-  parsed = urllib.parse.urlparse(target)
+def _listening(target, timeout=5):
+  """Whether something accepts TCP connections at target (grpc://h:p or
+  h:p)."""
+  parsed = urllib.parse.urlparse(target if '//' in target else '//' + target)
   try:
-    with socket.create_connection((parsed.hostname, parsed.port), timeout=5):
+    with socket.create_connection((parsed.hostname, parsed.port),
+                                  timeout=timeout):
       return True
   except OSError:
     return False
@@ -154,3 +171,76 @@ def check_master(config):
       'which starts the task\'s server (and serves a "ps" task), or start '
       'tf.distribute.Server(config.cluster_spec, job_name=config.task_type, '
       'task_index=config.task_id) before calling train().')
+
+
+def set_ps_timeout(secs):
+  """How long a training task waits for a lost ps task (0: forever)."""
+  _settings['ps_timeout_secs'] = secs
+
+
+class _PsWatchdog(threading.Thread):
+  """Probes the ps tasks every second; calls on_lost(task, address, secs)
+  once one has refused connections for `timeout` s without a break."""
+
+  def __init__(self, addresses, timeout, on_lost):
+    super().__init__(name='ps-watchdog', daemon=True)
+    self._addresses = addresses
+    self._timeout = timeout
+    self._on_lost = on_lost
+    self._stopped = threading.Event()
+
+  def run(self):
+    down_since = {}
+    while not self._stopped.wait(1.0):
+      now = time.monotonic()
+      for index, address in enumerate(self._addresses):
+        if _listening(address, timeout=1):
+          down_since.pop(index, None)
+          continue
+        since = down_since.setdefault(index, now)
+        if now - since >= self._timeout:
+          self._on_lost(f'ps:{index}', address, now - since)
+          return
+
+  def stop(self):
+    self._stopped.set()
+
+
+def _stop_for_lost_ps(config, task, address, secs):
+  """Ends the process: one error line naming the ps task. The training
+  thread may be blocked in TensorFlow waiting for the ps; its variables
+  live there, so nothing this process holds can be saved."""
+  checkpoint = tf.train.latest_checkpoint(config.model_dir or '')
+  message = (
+      f'trainer.legacy: error: TF_CONFIG task {task} at {address} has not '
+      f'answered for {secs:.0f} s: task {_task(config)} stops training '
+      f'(exit {PS_LOST_EXIT_STATUS}). Its variables since the last checkpoint'
+      f' ({checkpoint or "none yet"}) are lost with the ps; once {task} runs '
+      'again, restart this task (TFJob restarts failed pods): training '
+      'resumes from that checkpoint. The launcher\'s --ps_timeout_secs sets '
+      'this wait (0: wait forever, as Estimator).')
+  sys.stdout.flush()
+  print(message, file=sys.stderr, flush=True)
+  os._exit(PS_LOST_EXIT_STATUS)  # pylint: disable=protected-access
+
+
+@contextlib.contextmanager
+def watching_ps_tasks(config):
+  """While the block trains a task whose variables live on ps tasks, stops
+  the process once a ps task has been unreachable for ps_timeout_secs (see
+  the module docstring)."""
+  timeout = _settings['ps_timeout_secs']
+  spec = config.cluster_spec
+  if (not timeout or not config.num_ps_replicas or not spec or
+      'ps' not in spec.jobs or not (config.master or '').startswith('grpc')):
+    yield
+    return
+  watchdog = _PsWatchdog(
+      spec.job_tasks('ps'), timeout,
+      lambda task, address, secs: _stop_for_lost_ps(config, task, address,
+                                                    secs))
+  watchdog.start()
+  try:
+    yield
+  finally:
+    watchdog.stop()

@@ -14,7 +14,9 @@ session (tensorflow.python.training.training.MonitoredTrainingSession)
 writes summaries every save_summary_steps and global_step/sec every
 log_step_count_steps, except in a master+worker cluster, where worker 0
 writes them. The loop runs [train_op, loss] until a hook stops it or the
-input ends.
+input ends. On a task of a cluster with ps tasks, session.master is the
+task's server and a ps that stays unreachable ends the task
+(cluster.watching_ps_tasks).
 """
 
 import tensorflow as tf
@@ -127,11 +129,12 @@ def train_with_spec(program, spec, worker_hooks, hooks, global_step,
             every_n_steps=config.log_step_count_steps,
             output_dir=config.model_dir))
 
-  return _run(spec, _session(
-      program, spec, worker_hooks,
-      tuple(chief_hooks) + tuple(spec.training_chief_hooks),
-      save_checkpoint_secs=0, save_summaries_steps=save_summary_steps,
-      log_step_count_steps=log_step_count_steps))
+  with cluster.watching_ps_tasks(config):
+    return _run(spec, _session(
+        program, spec, worker_hooks,
+        tuple(chief_hooks) + tuple(spec.training_chief_hooks),
+        save_checkpoint_secs=0, save_summaries_steps=save_summary_steps,
+        log_step_count_steps=log_step_count_steps))
 
 
 def _session(program, spec, hooks, chief_only_hooks, **cadence):
