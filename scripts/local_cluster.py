@@ -159,7 +159,7 @@ class LocalCluster:
     (then killed)} of the tasks of `roles`, polled together."""
     deadline = time.monotonic() + timeout
     waited = [t for t in self.tasks if t.type in roles]
-    while any(self.wait(t, 0) is None for t in waited):
+    while None in [self.wait(t, 0) for t in waited]:  # Polls every task.
       if time.monotonic() > deadline:
         break
       time.sleep(0.2)

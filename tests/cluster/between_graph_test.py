@@ -1,0 +1,141 @@
+"""Estimator's asynchronous parameter-server training on a loopback cluster.
+
+One cluster as Kubeflow's TFJob starts it (1 chief, 2 workers, 2 ps, 1
+evaluator; every role in each task's TF_CONFIG, "environment": "cloud")
+runs tests/cluster/census_main.py unchanged through `python -m
+trainer.legacy`: on TF 2.15 the real Estimator (the reference), on TF >=
+2.16 the facade; each assertion holds for both. The model's variables are
+partitioned over the two ps tasks (min_max_variable_partitioner).
+"""
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from tests.cluster import clusterutil
+
+MAX_STEPS = 240
+TRAINERS = ('chief:0', 'worker:0', 'worker:1')
+# Asynchronous training: each trainer checks the shared step after its own
+# step, so the job ends at most one step per other trainer past max_steps.
+ASYNC_TOLERANCE = len(TRAINERS) - 1
+VARIABLES = {  # name: shape, in every checkpoint (partitions saved whole).
+    'global_step': [],
+    'census/input_layer/color_embedding/embedding_weights': [4, 3],
+    'census/hidden/kernel': [5, 16],
+    'census/hidden/bias': [16],
+    'census/logits/kernel': [16, 2],
+}
+VARIABLES.update({f'{name}/Adagrad': shape for name, shape in
+                  VARIABLES.items() if name != 'global_step'})
+
+
+@pytest.fixture(scope='module')
+def job(tmp_path_factory):
+  """The finished cluster: (Cluster, {task: exit status}, ps still up)."""
+  cluster = clusterutil.Cluster(
+      tmp_path_factory.mktemp('between_graph'), ps=2,
+      flags=[f'--max_steps={MAX_STEPS}', '--step_secs=0.02',
+             '--save_checkpoints_steps=40', '--partitioner=min_max'])
+  cluster.start()
+  try:
+    results = cluster.wait_all(clusterutil.TIMEOUT)
+    ps_serving = [t.running() for t in cluster.tasks if t.type == 'ps']
+  finally:
+    cluster.stop()
+  return cluster, results, ps_serving
+
+
+def test_every_task_does_its_part_and_ps_serve_until_stopped(job):
+  cluster, results, ps_serving = job
+  assert results == {name: 0 for name in TRAINERS + ('evaluator:0',)}, (
+      cluster.describe())
+  assert ps_serving == [True, True]  # A ps never returns by itself.
+  for name, log in cluster.logs().items():
+    assert 'Traceback' not in log, f'{name}:\n{log[-3000:]}'
+
+
+def _expected_run_config(cluster, task_type, index):
+  """RunConfig's derived fields for a task (Estimator's rules)."""
+  spec = cluster.cluster
+  if task_type == 'evaluator':
+    return dict(task_type="evaluator", task_id='0', master="''",
+                is_chief='False', num_ps_replicas='0',
+                num_worker_replicas='0', global_id_in_cluster='None',
+                evaluation_master="''")
+  # Ids: the chief, the other types but ps in name order, then ps.
+  order = ['chief', 'evaluator', 'worker', 'ps']
+  global_id = sum(len(spec[t]) for t in order[:order.index(task_type)])
+  return dict(
+      task_type=task_type, task_id=str(index),
+      master=f"'grpc://{spec[task_type][index]}'",
+      is_chief=str(task_type == 'chief'), num_ps_replicas='2',
+      num_worker_replicas='3', global_id_in_cluster=str(global_id + index),
+      evaluation_master="''")
+
+
+def test_run_config_derives_each_tasks_settings_from_tf_config(job):
+  cluster, _, _ = job
+  for task in cluster.tasks:
+    assert clusterutil.run_config_line(task.log()) == _expected_run_config(
+        cluster, task.type, task.index), task.name
+
+
+def test_variables_live_on_the_ps_tasks_partitioned_across_both(job):
+  cluster, _, _ = job
+  devices = clusterutil.variable_devices(cluster.model_dir)
+  assert devices['global_step'].startswith('/job:ps/task:'), devices
+  for name in VARIABLES:
+    if name == 'global_step' or name.endswith('/Adagrad'):
+      continue
+    parts = [devices[f'{name}/part_{i}'] for i in range(2)]
+    assert sorted(parts) == ['/job:ps/task:0', '/job:ps/task:1'], name
+    for i, device in enumerate(parts):  # Slots sit with their variable.
+      assert devices[f'{name}/part_{i}/Adagrad'] == device, name
+  assert all(d.startswith('/job:ps/task:') for d in devices.values()), devices
+
+
+def test_checkpoints_hold_the_whole_variables(job):
+  cluster, _, _ = job
+  assert clusterutil.variables(cluster.model_dir) == VARIABLES
+
+
+def test_every_trainer_trained_and_the_job_ends_near_max_steps(job):
+  cluster, _, _ = job
+  final = clusterutil.checkpoint_steps(cluster.model_dir)[-1]
+  assert MAX_STEPS <= final <= MAX_STEPS + ASYNC_TOLERANCE
+  for name in TRAINERS:
+    local, last_seen = clusterutil.local_steps(cluster.logs()[name])
+    assert local >= 1, name
+    assert MAX_STEPS - 1 <= last_seen <= final, name
+  total = sum(clusterutil.local_steps(cluster.logs()[n])[0] for n in TRAINERS)
+  assert total == final  # Every step of the shared global_step was a task's.
+
+
+def test_evaluator_evaluates_checkpoints_and_exports_the_final_one(job):
+  cluster, _, _ = job
+  final = clusterutil.checkpoint_steps(cluster.model_dir)[-1]
+  evaluated = clusterutil.eval_steps(cluster.model_dir)
+  assert evaluated and evaluated[-1] >= MAX_STEPS, evaluated
+  assert evaluated == sorted(evaluated)
+  exports = clusterutil.exports(cluster.model_dir)
+  assert exports, 'the evaluator exported nothing'
+  reader = tf.train.load_checkpoint(
+      os.path.join(exports[-1], 'variables', 'variables'))
+  assert reader.get_tensor('global_step') == final
+  # The chief trains only: the evaluator task exports (as in Estimator).
+  assert 'SavedModel written' not in cluster.logs()['chief:0']
+  assert 'SavedModel written' in cluster.logs()['evaluator:0']
+  saved_model = _parse_saved_model(exports[-1])
+  signature = saved_model.meta_graphs[0].signature_def['serving_default']
+  assert list(signature.inputs) == ['examples']
+  assert list(signature.outputs) == ['class']
+
+
+def _parse_saved_model(path):
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(path, 'saved_model.pb'), 'rb') as f:
+    proto.ParseFromString(f.read())
+  return proto
