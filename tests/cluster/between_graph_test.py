@@ -139,3 +139,35 @@ def _parse_saved_model(path):
   with open(os.path.join(path, 'saved_model.pb'), 'rb') as f:
     proto.ParseFromString(f.read())
   return proto
+
+
+def test_sync_replicas_optimizer_aggregates_every_step(tmp_path):
+  """SyncReplicasOptimizer (replicas_to_aggregate = the 3 trainers) over a
+  fixed_size_partitioner: exactly max_steps, every trainer contributing.
+  At the end the chief, under Estimator as here, waits 120 s (TF's
+  queue-runner grace period) for its token queue thread before it exits 0;
+  the test stops it once its training loop has ended."""
+  max_steps = 60
+  cluster = clusterutil.Cluster(
+      tmp_path, flags=[f'--max_steps={max_steps}', '--sync_replicas',
+                       '--partitioner=fixed', '--step_secs=0.05',
+                       '--save_checkpoints_steps=20'])
+  cluster.start()
+  try:
+    results = cluster.wait_all(
+        clusterutil.TIMEOUT, roles=('worker', 'evaluator'))
+    chief = cluster.task('chief')
+    cluster.wait_for_log(chief, r'task chief:0 trained \d+ local steps')
+  finally:
+    cluster.stop()
+  assert results == {'worker:0': 0, 'worker:1': 0, 'evaluator:0': 0}, (
+      cluster.describe())
+  assert clusterutil.checkpoint_steps(cluster.model_dir)[-1] == max_steps
+  for task in cluster.tasks:
+    if task.type in ('chief', 'worker'):
+      local, last_seen = clusterutil.local_steps(task.log())
+      assert local >= 1 and last_seen <= max_steps, task.name
+  devices = clusterutil.variable_devices(cluster.model_dir)
+  assert {devices['census/hidden/kernel/part_0'],
+          devices['census/hidden/kernel/part_1']} == {'/job:ps/task:0'}
+  assert clusterutil.eval_steps(cluster.model_dir)[-1] == max_steps
