@@ -69,25 +69,35 @@ class Model:
     return self.config.model_dir
 
 
-def _check_cluster(config):
+def _check_cluster(config, mode):
+  """What the tf2 runner cannot run, refused before it starts, by name. A
+  TF_CONFIG cluster with ps tasks, and train_distribute parameter-server
+  strategies, train on the graph engine (estimator.py); they reach here
+  only combined with a strategy the graph engine does not run."""
   if run_config.training_cluster(config)[1]:
+    strategy = config.train_distribute if mode == ModeKeys.TRAIN else (
+        config.eval_distribute)
     raise NotImplementedError(
-        'Parameter-server training (TF_CONFIG names "ps" tasks) is not '
-        'supported by trainer.legacy: the tf2 runner trains with '
-        'MultiWorkerMirroredStrategy; give TF_CONFIG "chief"/"worker" tasks '
-        'only.')
+        f'RunConfig({"train" if mode == ModeKeys.TRAIN else "eval"}_'
+        f'distribute={type(strategy).__name__}) on a TF_CONFIG cluster with '
+        '"ps" tasks is not supported by trainer.legacy: train there without '
+        'a strategy (between-graph replication, variables on the ps tasks) '
+        'or with tf.compat.v1.distribute.experimental.ParameterServerStrategy'
+        '; evaluate without eval_distribute.')
   if config.device_fn is not None:
     raise NotImplementedError(
-        'RunConfig(device_fn=...) is not supported by trainer.legacy: the '
-        'tf.distribute strategy places variables and ops; drop device_fn.')
-  for name in ('train_distribute', 'eval_distribute'):
-    strategy = getattr(config, name)
-    kind = type(strategy).__name__
-    if 'ParameterServer' in kind or 'CentralStorage' in kind:
-      raise NotImplementedError(
-          f'RunConfig({name}={kind}) is not supported by trainer.legacy: '
-          'parameter-server training has no tf2-runner equivalent; use '
-          'MirroredStrategy or MultiWorkerMirroredStrategy.')
+        'RunConfig(device_fn=...) is not supported by trainer.legacy with a '
+        'tf.distribute strategy of several replicas or on a TPU: the '
+        'strategy places variables and ops; drop device_fn.')
+  strategy = config.eval_distribute
+  kind = type(strategy).__name__
+  if mode != ModeKeys.TRAIN and (
+      'ParameterServer' in kind or 'CentralStorage' in kind):
+    raise NotImplementedError(
+        f'RunConfig(eval_distribute={kind}) is not supported by '
+        'trainer.legacy: evaluation and prediction with a parameter-server '
+        'strategy have no tf2-runner equivalent; drop eval_distribute (they '
+        'run on one device) or use MirroredStrategy.')
 
 
 def _kind(strategy):
@@ -175,7 +185,7 @@ class Backend:
   def _runner(self, mode, input_fn=None, train_steps=None):
     """A Tf2Runner for one call in `mode`, and its RunnerFns."""
     config = self.model.config
-    _check_cluster(config)
+    _check_cluster(config, mode)
     fns = runner_fns.RunnerFns(self.model, input_fn)
     runner = tf2_runner.Tf2Runner(
         self._params(mode, train_steps), fns.model_fn,
