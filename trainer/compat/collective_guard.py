@@ -65,3 +65,10 @@ def install():
               module.CollectiveAllReduceStrategyV1):
     _installed.append((cls, cls.__init__))
     cls.__init__ = _guarded(cls.__init__)
+
+
+def uninstall():
+  """Puts the constructors install() replaced back (for tests)."""
+  while _installed:
+    cls, init = _installed.pop()
+    cls.__init__ = init
