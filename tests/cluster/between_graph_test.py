@@ -82,6 +82,14 @@ def test_run_config_derives_each_tasks_settings_from_tf_config(job):
         cluster, task.type, task.index), task.name
 
 
+def test_workers_wait_their_start_up_delay(job):
+  cluster, _, _ = job  # min((N + 1) * 5, experimental_max_worker_delay_secs)
+  logs = cluster.logs()
+  for name in ('worker:0', 'worker:1'):
+    assert 'Waiting 2 secs before starting training.' in logs[name], name
+  assert 'before starting training' not in logs['chief:0']
+
+
 def test_variables_live_on_the_ps_tasks_partitioned_across_both(job):
   cluster, _, _ = job
   devices = clusterutil.variable_devices(cluster.model_dir)
@@ -171,3 +179,28 @@ def test_sync_replicas_optimizer_aggregates_every_step(tmp_path):
   assert {devices['census/hidden/kernel/part_0'],
           devices['census/hidden/kernel/part_1']} == {'/job:ps/task:0'}
   assert clusterutil.eval_steps(cluster.model_dir)[-1] == max_steps
+
+
+def test_a_master_trains_evaluates_and_exports(tmp_path):
+  """The older layout: a master (no evaluator task) trains with a worker
+  and evaluates and exports after its own checkpoints."""
+  max_steps = 120
+  cluster = clusterutil.Cluster(
+      tmp_path, master=True, workers=1, evaluator=0,
+      flags=[f'--max_steps={max_steps}', '--step_secs=0.02',
+             '--save_checkpoints_steps=40'])
+  cluster.start()
+  try:
+    results = cluster.wait_all(clusterutil.TIMEOUT)
+  finally:
+    cluster.stop()
+  assert results == {'master:0': 0, 'worker:0': 0}, cluster.describe()
+  logs = cluster.logs()
+  fields = clusterutil.run_config_line(logs['master:0'])
+  assert (fields['task_type'], fields['is_chief']) == ('master', 'True')
+  final = clusterutil.checkpoint_steps(cluster.model_dir)[-1]
+  assert max_steps <= final <= max_steps + 1
+  assert 'Saving dict for global step' in logs['master:0']
+  assert clusterutil.eval_steps(cluster.model_dir)[-1] == final
+  assert clusterutil.exports(cluster.model_dir)
+  assert clusterutil.local_steps(logs['worker:0'])[0] >= 1

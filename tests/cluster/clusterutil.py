@@ -29,7 +29,7 @@ class Cluster(local_cluster.LocalCluster):
   (TF 2.15 ignores --ps_timeout_secs: the real Estimator runs)."""
 
   def __init__(self, tmp_path, name='job', *, workers=2, ps=1, evaluator=1,
-               flags=(), launcher_flags=()):
+               master=False, flags=(), launcher_flags=()):
     self.model_dir = str(tmp_path / name / 'model')
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
                PYTHONPATH=testutil.REPO_ROOT)
@@ -38,7 +38,7 @@ class Cluster(local_cluster.LocalCluster):
          f'--model_dir={self.model_dir}', '--keep_checkpoint_max=100',
          *flags],
         tmp_path / name / 'logs',
-        local_cluster.cluster_spec(1, workers, ps, evaluator),
+        local_cluster.cluster_spec(1, workers, ps, evaluator, master),
         env=env, cwd=testutil.REPO_ROOT)
 
   def start_chief_first(self):
