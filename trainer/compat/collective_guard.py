@@ -47,10 +47,19 @@ def _check():
       'tf.compat.v1.distribute.experimental.ParameterServerStrategy.')
 
 
+def _reads_tf_config(args, kwargs):
+  """Whether the strategy takes its cluster from TF_CONFIG: no resolver
+  argument, or a TFConfigClusterResolver."""
+  resolvers = tf.distribute.cluster_resolver
+  given = [a for a in list(args) + list(kwargs.values())
+           if isinstance(a, resolvers.ClusterResolver)]
+  return not given or isinstance(given[0], resolvers.TFConfigClusterResolver)
+
+
 def _guarded(init):
   @functools.wraps(init)
   def wrapper(self, *args, **kwargs):
-    if not kwargs.get('cluster_resolver') and not (args and args[0]):
+    if _reads_tf_config(args, kwargs):
       _check()
     return init(self, *args, **kwargs)
   return wrapper
