@@ -116,9 +116,11 @@ def test_every_trainer_trained_and_the_job_ends_near_max_steps(job):
   for name in TRAINERS:
     local, last_seen = clusterutil.local_steps(cluster.logs()[name])
     assert local >= 1, name
-    assert MAX_STEPS - 1 <= last_seen <= final, name
+    assert MAX_STEPS - 1 <= last_seen <= MAX_STEPS + ASYNC_TOLERANCE, name
+  # Every step of the shared global_step was one task's; a worker may take
+  # one after the chief's final checkpoint.
   total = sum(clusterutil.local_steps(cluster.logs()[n])[0] for n in TRAINERS)
-  assert total == final  # Every step of the shared global_step was a task's.
+  assert final <= total <= MAX_STEPS + ASYNC_TOLERANCE
 
 
 def test_evaluator_evaluates_checkpoints_and_exports_the_final_one(job):
