@@ -3,13 +3,18 @@
 Same constructor arguments, checks and method contracts as
 tensorflow_estimator 2.15's. Each call runs on one of two engines:
   * the graph engine (trainer/graph): Estimator's own execution model, a
-    TF1 graph and a MonitoredSession per call, on one device; used whenever
-    the real Estimator would run on one device: no train_distribute /
-    eval_distribute, TPUEstimator with use_tpu=False or no TPU found;
-  * the tf2 runner (trainer/tf2, through backend.py), for what needs
-    tf.distribute: a RunConfig train_distribute / eval_distribute strategy,
-    a TPUEstimator on a TPU, a TF_CONFIG cluster of chief/worker tasks
-    (MultiWorkerMirroredStrategy).
+    TF1 graph and a MonitoredSession per call; used whenever the real
+    Estimator would run on one device (no train_distribute /
+    eval_distribute, TPUEstimator with use_tpu=False or no TPU found), on
+    a TF_CONFIG cluster with ps tasks (between-graph replication, the
+    session on the task's server, graph/cluster.py), and for training under
+    the strategies Estimator ran in its own graph (tf.compat.v1
+    ParameterServerStrategy, CentralStorageStrategy, a graph-mode
+    MultiWorkerMirroredStrategy: graph/distributed_train.py);
+  * the tf2 runner (trainer/tf2, through backend.py), for what else needs
+    tf.distribute: a RunConfig train_distribute / eval_distribute strategy
+    of several replicas, a TPUEstimator on a TPU, a TF_CONFIG cluster of
+    chief/worker tasks without ps (MultiWorkerMirroredStrategy).
 Methods: train(input_fn, hooks, steps, max_steps, saving_listeners),
 evaluate(input_fn, steps, hooks, checkpoint_path, name), predict(input_fn,
 predict_keys, hooks, checkpoint_path, yield_single_examples),
