@@ -92,7 +92,7 @@ def test_worker_and_evaluator_restarts_leave_training_whole(tmp_path):
 
 def test_a_lost_ps_stops_training_then_the_job_resumes_from_a_checkpoint(
     tmp_path):
-  max_steps = 500
+  max_steps = 300
   cluster = clusterutil.Cluster(
       tmp_path, workers=1, evaluator=0,
       launcher_flags=[f'--ps_timeout_secs={PS_TIMEOUT_SECS}'],
