@@ -116,7 +116,8 @@ def test_every_trainer_trained_and_the_job_ends_near_max_steps(job):
   for name in TRAINERS:
     local, last_seen = clusterutil.local_steps(cluster.logs()[name])
     assert local >= 1, name
-    assert MAX_STEPS - 1 <= last_seen <= MAX_STEPS + ASYNC_TOLERANCE, name
+    # (The others may finish the job during a trainer's last step.)
+    assert last_seen <= MAX_STEPS + ASYNC_TOLERANCE, name
   # Every step of the shared global_step was one task's; a worker may take
   # one after the chief's final checkpoint.
   total = sum(clusterutil.local_steps(cluster.logs()[n])[0] for n in TRAINERS)
