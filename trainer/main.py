@@ -9,7 +9,7 @@ preempted by SIGTERM after writing a checkpoint (run it again to continue).
 
 import sys  # pylint: disable=g-bad-import-order
 
-from trainer import startup
+from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
@@ -23,13 +23,13 @@ from absl import logging
 
 import flags as trainer_flags
 from trainer import params as params_lib
-from trainer import registry
-from trainer import runners
 from trainer import user_flags
 from trainer.api import errors
+from trainer.facade import install as facade
 from trainer.guard import preemption
-from trainer.guard import run_guard
-from trainer.legacy import install as facade
+from trainer.models import registry
+from trainer.runners import registry as runners
+from trainer.runtime import run_guard
 
 FLAGS = flags.FLAGS
 

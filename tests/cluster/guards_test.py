@@ -61,7 +61,7 @@ def test_train_outside_train_and_evaluate_with_a_cluster_strategy_fails(
                     'session_creation_timeout_secs (2 h) for the server')
 def test_train_on_a_cluster_task_without_its_server_fails_at_once(
     monkeypatch, tmp_path):
-  from trainer.graph import cluster as graph_cluster  # pylint: disable=g-import-not-at-top
+  from trainer.facade.engine.graph import cluster as graph_cluster  # pylint: disable=g-import-not-at-top
   with testutil.closed_port() as port:
     _set_tf_config(monkeypatch, {'chief': [f'127.0.0.1:{port}'],
                                  'ps': [f'127.0.0.1:{port}']})
@@ -94,7 +94,7 @@ def test_eager_multi_worker_mirrored_strategy_in_a_ps_cluster_is_refused(
                     'Estimator raises the same from its coordinator\'s copy')
 def test_eager_multi_worker_mirrored_strategy_is_refused_before_training(
     monkeypatch):
-  from trainer.legacy import coordinator  # pylint: disable=g-import-not-at-top
+  from trainer.facade import coordinator  # pylint: disable=g-import-not-at-top
   monkeypatch.delenv('TF_CONFIG', raising=False)
   with pytest.raises(ValueError, match='cannot be deep copied in eager mode'):
     coordinator._check_strategy(tf.distribute.MultiWorkerMirroredStrategy())  # pylint: disable=protected-access

@@ -23,10 +23,10 @@ pytestmark = run_config_test.pytestmark
 _PROBE = '''
 import json, sys, tempfile
 import numpy as np
-from trainer import startup
+from trainer.runtime import startup
 startup.select_keras()
 import tensorflow as tf
-from trainer.legacy import install
+from trainer.facade import install
 install.install()
 STRATEGIES = {
     'central_storage': tf.distribute.experimental.CentralStorageStrategy,

@@ -70,10 +70,10 @@ def _cases():
 
 _PROBE = '''
 import json, os, sys
-from trainer import startup
+from trainer.runtime import startup
 startup.select_keras()
 import tensorflow as tf
-from trainer.legacy import install
+from trainer.facade import install
 install.install()
 results = {}
 for name, tf_config, strategy in json.loads(sys.argv[1]):

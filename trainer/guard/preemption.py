@@ -5,14 +5,14 @@ finishes its current loop, writes a checkpoint at that step and returns; the
 controller then raises PreemptedError, which the entry point turns into exit
 status 143 (128 + SIGTERM). A second SIGTERM kills the process as usual.
 
-Several workers (MultiWorkerMirroredStrategy): TensorFlow's coordination
-service installs a SIGTERM handler of its own (`preemption_notifier.cc:
-SIGTERM caught`) when the strategy starts, which would swallow the signal;
-`reclaim()` puts this module's handler back (the loop driver calls it after
-the strategy exists and before each loop). The workers then agree after
-each loop whether any of them was preempted (the runner's collective, see
-trainer/driver.py), so all stop at the same step, each with its checkpoint,
-and all exit 143: `request(peer=True)` marks a stop asked by a peer.
+Several workers (MultiWorkerMirroredStrategy): TensorFlow's coordination service
+installs a SIGTERM handler of its own (`preemption_notifier.cc: SIGTERM caught`)
+when the strategy starts, which would swallow the signal; `reclaim()` puts this
+module's handler back (the loop driver calls it after the strategy exists and
+before each loop). The workers then agree after each loop whether any of them
+was preempted (the runner's collective, see trainer/runtime/driver.py), so all
+stop at the same step, each with its checkpoint, and all exit 143:
+`request(peer=True)` marks a stop asked by a peer.
 """
 
 import contextlib

@@ -19,8 +19,8 @@ import os
 import runpy
 import sys
 
-from trainer import startup
 from trainer.api import errors
+from trainer.runtime import startup
 
 USAGE = """\
 usage: python -m trainer.legacy [--cpu_fallback] [--peer_timeout_secs=N]
@@ -127,13 +127,13 @@ def _prepare(cpu_fallback, peer_timeout_secs,
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
   # pylint: disable=g-import-not-at-top  (after the Keras choice)
   import tensorflow as tf
-  from trainer.legacy import cluster
-  from trainer.legacy import install
+  from trainer.compat import cpu_fallback as cluster
+  from trainer.facade import install
   facade = install.install() or install.installed()
   if facade:
     _say(f'TensorFlow {tf.__version__} has no tf.estimator: the program\'s '
          'Estimator calls run on the tf2 runner (trainer.legacy facade).')
-    from trainer.graph import cluster as graph_cluster
+    from trainer.facade.engine.graph import cluster as graph_cluster
     graph_cluster.set_ps_timeout(ps_timeout_secs)
   else:
     _say(f'TensorFlow {tf.__version__} has tf.estimator: running the real '
@@ -159,7 +159,7 @@ def _configure_peers(timeout_secs, facade):
       from trainer.compat import collective_guard  # pylint: disable=g-import-not-at-top
       collective_guard.install()
     return
-  from trainer import tf_config  # pylint: disable=g-import-not-at-top
+  from trainer.runtime import tf_config  # pylint: disable=g-import-not-at-top
   tf_config.configure_peer_timeout(timeout_secs)
 
 

@@ -7,7 +7,8 @@ set-up before TensorFlow's first import happens first):
   tpu-trainer-legacy             python -m tpu_trainer.trainer.legacy
   tpu-trainer-verify-migration   python -m tpu_trainer.trainer.verify_migration
   tpu-trainer-memory             python -m tpu_trainer.trainer.memory
-  tpu-trainer-convert            python -m tpu_trainer.trainer.native.convert
+  tpu-trainer-convert            python -m
+  tpu_trainer.trainer.runners.native.convert
 
 The trainer, verify_migration, the memory report and the converter also take
 a packaged flagfile by its repository path from any directory
@@ -84,4 +85,4 @@ def memory():
 
 
 def convert():
-  _run('trainer.native.convert')
+  _run('trainer.runners.native.convert')
