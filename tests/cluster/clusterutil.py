@@ -23,6 +23,17 @@ PROGRAM = os.path.join(testutil.REPO_ROOT, 'tests', 'cluster',
 TIMEOUT = 600
 
 
+def async_tolerance(trainers):
+  """How far past max_steps asynchronous training of `trainers` tasks may
+  end (Estimator's and the facade's alike). A trainer stops after a step
+  whose read of the shared step, plus one, reaches max_steps; a read is
+  the value at the step's start, so a trainer may finish one step that
+  started before the job reached max_steps and then take one more (its
+  read was stale by the others' steps): two steps each, less the step
+  that reached max_steps."""
+  return 2 * trainers - 1
+
+
 class Cluster(local_cluster.LocalCluster):
   """census_main.py as every task of a loopback cluster, model_dir under
   tmp_path; `flags` are the program's own, `launcher_flags` trainer.legacy's

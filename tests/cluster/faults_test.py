@@ -83,7 +83,7 @@ def test_worker_and_evaluator_restarts_leave_training_whole(tmp_path):
   rejoined = clusterutil.local_steps(_since_restart(worker))
   assert rejoined and rejoined[0] >= 1, _since_restart(worker)[-3000:]
   final = clusterutil.checkpoint_steps(cluster.model_dir)[-1]
-  assert max_steps <= final <= max_steps + 2
+  assert max_steps <= final <= max_steps + clusterutil.async_tolerance(3)
   assert final > killed_at
   assert 'Saving dict for global step' in _since_restart(evaluator)
   assert clusterutil.eval_steps(cluster.model_dir)[-1] >= max_steps
@@ -137,7 +137,7 @@ def test_a_lost_ps_stops_training_then_the_job_resumes_from_a_checkpoint(
   assert re.search(rf'Restoring parameters from .*model\.ckpt-{last}\b',
                    resumed), resumed[-3000:]
   final = clusterutil.checkpoint_steps(cluster.model_dir)[-1]
-  assert max_steps <= final <= max_steps + 1
+  assert max_steps <= final <= max_steps + clusterutil.async_tolerance(2)
 
 
 def _has_signal_handling():
