@@ -13,6 +13,7 @@ import os
 import pytest
 import tensorflow as tf
 
+from tests import testutil
 from tests.cluster import clusterutil
 
 MAX_STEPS = 240
@@ -205,3 +206,36 @@ def test_a_master_trains_evaluates_and_exports(tmp_path):
   assert clusterutil.eval_steps(cluster.model_dir)[-1] == final
   assert clusterutil.exports(cluster.model_dir)
   assert clusterutil.local_steps(logs['worker:0'])[0] >= 1
+
+
+def test_without_ps_the_chief_trains_alone_and_a_worker_waits(tmp_path):
+  """No "ps" task and no strategy: each task's variables are its own (no
+  device setter), so Estimator's chief trains and checkpoints alone, and a
+  worker waits for a chief that never initialises its variables until
+  session_creation_timeout_secs, then fails; the evaluator evaluates and
+  exports the chief's checkpoints. (The facade trained such a cluster
+  synchronously with MultiWorkerMirroredStrategy, to other results.)"""
+  max_steps = 60
+  cluster = clusterutil.Cluster(
+      tmp_path, workers=1, ps=0,
+      flags=[f'--max_steps={max_steps}', '--save_checkpoints_steps=20',
+             '--session_creation_timeout_secs=20'])
+  cluster.start()
+  results = cluster.finish()
+  assert results == {'chief:0': 0, 'worker:0': 1, 'evaluator:0': 0}, (
+      cluster.describe())
+  logs = cluster.logs()
+  assert clusterutil.local_steps(logs['chief:0']) == (max_steps,
+                                                      max_steps - 1)
+  assert clusterutil.checkpoint_steps(cluster.model_dir) == [0, 20, 40, 60]
+  assert clusterutil.variables(cluster.model_dir) == VARIABLES
+  devices = clusterutil.variable_devices(cluster.model_dir)
+  assert devices and not any(devices.values()), devices  # No device setter.
+  worker = logs['worker:0']
+  assert clusterutil.local_steps(worker) is None, worker[-3000:]
+  assert ('DeadlineExceededError: Session was not ready after waiting 20 '
+          'secs.') in worker, worker[-3000:]
+  if not testutil.HAS_ESTIMATOR:  # The facade says why first.
+    assert 'the cluster has no "ps" task' in worker
+  assert clusterutil.eval_steps(cluster.model_dir)[-1] == max_steps
+  assert clusterutil.exports(cluster.model_dir)

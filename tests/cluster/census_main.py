@@ -38,6 +38,8 @@ flags.DEFINE_float('step_secs', 0.0, 'Sleep after each training step, so '
                    'a test can act while training runs.')
 flags.DEFINE_integer('batch_size', 8, 'Batch size.')
 flags.DEFINE_integer('keep_checkpoint_max', 5, 'RunConfig.keep_checkpoint_max.')
+flags.DEFINE_integer('session_creation_timeout_secs', 7200,
+                     'RunConfig.session_creation_timeout_secs.')
 flags.DEFINE_bool('graph_mode', False, 'Call tf.compat.v1.disable_eager_'
                   'execution() first, as MultiWorkerMirroredStrategy under '
                   'Estimator requires.')
@@ -167,6 +169,7 @@ def main(argv):
       save_checkpoints_steps=FLAGS.save_checkpoints_steps,
       log_step_count_steps=10, train_distribute=_strategy(),
       keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+      session_creation_timeout_secs=FLAGS.session_creation_timeout_secs,
       experimental_max_worker_delay_secs=FLAGS.max_worker_delay_secs)
   print(f'run_config task_type={config.task_type} task_id={config.task_id} '
         f'master={config.master!r} is_chief={config.is_chief} '

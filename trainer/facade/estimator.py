@@ -7,15 +7,15 @@ tensorflow_estimator 2.15's. Each call runs on one of two engines:
     execution model, a TF1 graph and a MonitoredSession per call; used
     whenever the real Estimator would run on one device (no
     train_distribute / eval_distribute, TPUEstimator with use_tpu=False or
-    no TPU found), on a TF_CONFIG cluster with ps tasks (between-graph
-    replication, the session on the task's server, engine/graph/cluster.py),
+    no TPU found), on a task of a TF_CONFIG cluster (between-graph
+    replication, the session on the task's server, engine/graph/cluster.py;
+    without ps tasks each task's variables are its own),
     and for training under the strategies Estimator ran in its own graph
     (tf.compat.v1 ParameterServerStrategy, CentralStorageStrategy, a
     graph-mode MultiWorkerMirroredStrategy: engine/graph/distributed_train.py);
   * the tf2 runner (trainer/runners/tf2, through backend.py), for what else
     needs tf.distribute: a RunConfig train_distribute / eval_distribute
-    strategy of several replicas, a TPUEstimator on a TPU, a TF_CONFIG
-    cluster of chief/worker tasks without ps (MultiWorkerMirroredStrategy).
+    strategy of several replicas, a TPUEstimator on a TPU.
 Methods: train(input_fn, hooks, steps, max_steps, saving_listeners),
 evaluate(input_fn, steps, hooks, checkpoint_path, name), predict(input_fn,
 predict_keys, hooks, checkpoint_path, yield_single_examples),
@@ -207,12 +207,6 @@ def _graph_strategy(config):
   return strategy
 
 
-def _multi_worker(config):
-  """A TF_CONFIG cluster of several chief/worker tasks and no ps."""
-  workers, ps = run_config.training_cluster(config)
-  return ps == 0 and workers > 1
-
-
 def _check_not_coordinated(config, method):
   """ValueError, as Estimator's, for train() or evaluate() called directly
   with a strategy on a TF_CONFIG cluster, which only train_and_evaluate
@@ -320,15 +314,17 @@ class Estimator:
 
   def _needs_tf2(self, mode):
     """Whether `mode` runs under tf.distribute (the tf2 runner): with a
-    strategy of several replicas, a TPU or multi-worker one, or a TF_CONFIG
-    cluster of workers. A one-replica strategy (OneDeviceStrategy, a
-    MirroredStrategy of one device) runs on the graph engine, as Estimator
-    runs it: in a Session, with the same results as without it."""
+    strategy of several replicas, a TPU or multi-worker one. A one-replica
+    strategy (OneDeviceStrategy, a MirroredStrategy of one device) runs on
+    the graph engine, as Estimator runs it: in a Session, with the same
+    results as without it. So does a TF_CONFIG cluster without a strategy,
+    with or without ps tasks: each task its own graph (between-graph
+    replication)."""
     if mode == ModeKeys.TRAIN and _graph_strategy(self._config):
       return False
     distribution = (self._train_distribution if mode == ModeKeys.TRAIN
                     else self._eval_distribution)
-    return _is_distributed(distribution) or _multi_worker(self._config)
+    return _is_distributed(distribution)
 
   def _backend(self):
     return backend.Backend(backend.Model(

@@ -9,11 +9,14 @@ train_and_evaluate behaves as Estimator's:
     evaluation. Returns (metrics of the last evaluation, export results);
   * on a task of a TF_CONFIG cluster, what that task does under Estimator,
     and returns None:
-    - 'chief' / 'worker' with 'ps' tasks in the cluster (between-graph
-      replication, asynchronous): starts the task's server, waits its
-      start-up delay (workers) and trains on the graph engine, variables on
-      the ps tasks; the chief checkpoints. Without ps tasks the chief and
-      workers train with the tf2 runner's MultiWorkerMirroredStrategy;
+    - 'chief' / 'worker' (between-graph replication): starts the task's
+      server, waits its start-up delay (workers) and trains on the graph
+      engine; with 'ps' tasks in the cluster the variables live there and
+      every task trains them asynchronously, the chief checkpoints. Without
+      ps tasks each task's variables are its own (on its server): the chief
+      trains and checkpoints alone, and a worker waits for a chief that
+      never initialises its variables until
+      RunConfig.session_creation_timeout_secs, as Estimator's does;
     - 'master': as the chief, and evaluates and exports after its
       checkpoints (the older layout, without an evaluator task);
     - 'ps': starts its server and serves until stopped (never returns);
@@ -250,21 +253,14 @@ def _run_local(estimator, train_spec, eval_spec):
   return _train_with_evaluation(estimator, train_spec, eval_spec)
 
 
-def _between_graph(config):
-  """Whether the task trains by between-graph replication on the graph
-  engine (a cluster with ps tasks, or a master), rather than on the tf2
-  runner's MultiWorkerMirroredStrategy (chief/workers only)."""
-  workers, ps = run_config.training_cluster(config)
-  return ps > 0 or workers == 1 or config.task_type == run_config.TaskType.MASTER
-
-
 def _start_training_task(estimator, train_spec, saving_listeners):
-  """A chief, master or worker: its server, its start-up delay, training."""
+  """A chief, master or worker: its server, its start-up delay, training
+  (between-graph replication)."""
   config = estimator.config
-  if _between_graph(config):
-    if not cluster.platform_runs_servers():
-      cluster.start_server(config)
-    cluster.delay_worker(config)
+  if not cluster.platform_runs_servers():
+    cluster.start_server(config)
+  cluster.warn_if_never_initialised(config)
+  cluster.delay_worker(config)
   estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                   hooks=train_spec.hooks, saving_listeners=saving_listeners)
 

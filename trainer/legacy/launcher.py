@@ -34,8 +34,8 @@ launcher flags (before the program):
   --cpu_fallback  a TPUClusterResolver that finds no TPU means "no TPU": the
                   program runs on CPU/GPU (logged) instead of failing
   --peer_timeout_secs=N
-                  a TF_CONFIG job of chief/workers (MultiWorkerMirrored-
-                  Strategy): a worker silent for N s counts as lost and the
+                  a TF_CONFIG job whose program makes a MultiWorkerMirrored-
+                  Strategy: a worker silent for N s counts as lost and the
                   others stop with an error naming it (default 10)
   --ps_timeout_secs=N
                   a TF_CONFIG job with "ps" tasks: a ps unreachable for N s

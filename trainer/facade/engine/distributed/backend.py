@@ -15,7 +15,8 @@ model_fn / input_fn (Estimator's calling conventions) and these settings:
       (0 for Estimator, whose input_fn batches itself);
   the strategy <- RunConfig.train_distribute / eval_distribute, else a
       TPUStrategy on RunConfig.cluster (use_tpu), else the runner's choice
-      (TF_CONFIG -> MultiWorkerMirrored, local devices otherwise).
+      (the local devices: a TF_CONFIG cluster without a strategy trains on
+      the graph engine, by between-graph replication, as Estimator).
 Everything else (hooks, listeners, checkpoint cadence, the end of the
 input, eval events, Scaffold, export signatures) is the runner's.
 """

@@ -15,6 +15,12 @@ that server. This module holds the pieces around that session:
     trains ((N + 1) * 5 s, at most RunConfig.experimental_max_worker_delay_
     secs, default 60), so that asynchronous training starts from the chief's
     initialised variables, as Estimator waits;
+  * warn_if_never_initialised(config): a non-chief trainer of a cluster
+    without ps tasks (and without a strategy) has variables of its own,
+    which only a chief session would initialise: Estimator's worker waits
+    for them until RunConfig.session_creation_timeout_secs (two hours by
+    default) and then fails, while the chief trains alone. The facade's
+    worker does the same; this says so, and what trains every worker;
   * check_master(config): before a training session, that a server listens
     at RunConfig.master. Estimator.train() called directly (not through
     train_and_evaluate) on a task of a cluster starts no server; the session
@@ -141,6 +147,27 @@ def delay_worker(config):
   if secs > 0:
     _v1.logging.info('Waiting %d secs before starting training.', secs)
     time.sleep(secs)
+
+
+def warn_if_never_initialised(config):
+  """Logs why a non-chief trainer of a cluster without ps tasks will wait
+  (see the module docstring); True if it did."""
+  spec = config.cluster_spec
+  if (config.is_chief or config.task_type not in TRAINERS or not spec or
+      'ps' in spec.jobs):
+    return False
+  _v1.logging.warning(
+      'TF_CONFIG task %s: the cluster has no "ps" task and RunConfig no '
+      'train_distribute, so this task\'s variables are its own and only a '
+      'chief initialises its own: it waits for them, as Estimator\'s worker '
+      'does, until RunConfig.session_creation_timeout_secs (%s s) and then '
+      'fails, while the chief trains alone. To train on every worker, add '
+      '"ps" tasks to TF_CONFIG (between-graph replication, variables on '
+      'the ps) or use RunConfig(train_distribute=tf.distribute.'
+      'MultiWorkerMirroredStrategy()) after tf.compat.v1.'
+      'disable_eager_execution().', _task(config),
+      config.session_creation_timeout_secs)
+  return True
 
 
 def _listening(target, timeout=5):
