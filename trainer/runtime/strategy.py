@@ -45,6 +45,7 @@ def make_strategy(params):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
+  tf_config.check_trainable_cluster()
   if tf_config.cluster_workers() > 1:
     tf_config.configure_peer_timeout(params['peer_timeout_secs'])
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'

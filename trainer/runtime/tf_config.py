@@ -12,7 +12,12 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from trainer.api import errors
 from trainer.compat import tf_private
+
+
+class UnsupportedClusterError(errors.TrainerError, NotImplementedError):
+  """A TF_CONFIG layout the runners of trainer.main cannot train on."""
 
 
 def cluster_workers(tf_config=None):
@@ -42,6 +47,35 @@ def is_chief_task(tf_config=None):
   if kind == 'chief':
     return True
   return kind == 'worker' and index == 0 and not config['cluster'].get('chief')
+
+
+def check_trainable_cluster(tf_config=None):
+  """Raises UnsupportedClusterError, before any strategy or server exists,
+  for a TF_CONFIG with "ps" tasks or naming this task a "ps" or
+  "evaluator": trainer.main's runners train with MultiWorkerMirroredStrategy
+  on chief/worker tasks only (tf.distribute.experimental.
+  ParameterServerStrategy with a ClusterCoordinator, and sidecar
+  evaluation, are not built yet); that strategy on such a cluster would
+  wait for the ps tasks forever."""
+  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+  if not raw:
+    return
+  config = json.loads(raw)
+  cluster = config.get('cluster', {})
+  kind = config.get('task', {}).get('type')
+  if not cluster.get('ps') and kind not in ('ps', 'evaluator'):
+    return
+  what = (f'a TF_CONFIG cluster with {len(cluster["ps"])} "ps" task(s)'
+          if cluster.get('ps') else f'a TF_CONFIG "{kind}" task')
+  raise UnsupportedClusterError(
+      f'{what}: trainer.main does not train with parameter servers '
+      '(tf.distribute.experimental.ParameterServerStrategy and a '
+      'ClusterCoordinator) nor run a sidecar evaluator. Train the model_fn '
+      'as an Estimator program through `python -m trainer.legacy` '
+      '(between-graph replication, variables on the ps tasks, an evaluator '
+      'task; docs/cluster.md), or give trainer.main a TF_CONFIG of "chief"/'
+      '"worker" tasks only (MultiWorkerMirroredStrategy) and evaluate with '
+      '--mode=evaluate.')
 
 
 def task_index(tf_config=None):
