@@ -37,28 +37,23 @@ def test_bad_tf_config_names_it():
     tf_config.cluster_workers('{not json')
 
 
-def test_parameter_servers_and_evaluators_fail_before_any_strategy(
-    monkeypatch):
+def test_a_ps_cluster_needs_a_chief_to_coordinate():
   tfjob = {'chief': ['c:1'], 'worker': ['a:1', 'b:2'], 'ps': ['p:1'],
            'evaluator': ['e:1']}
   for kind, index in (('chief', 0), ('worker', 1), ('ps', 0),
                       ('evaluator', 0)):
-    with pytest.raises(tf_config.UnsupportedClusterError,
-                       match=r'1 "ps" task.*ParameterServerStrategy.*'
-                       r'trainer\.legacy.*"chief"/"worker" tasks only'):
-      tf_config.check_trainable_cluster(_config(tfjob, kind, index))
-  no_ps = {'chief': ['c:1'], 'worker': ['a:1'], 'evaluator': ['e:1']}
+    config = _config(tfjob, kind, index)
+    assert tf_config.has_ps(config) and tf_config.task_type(config) == kind
+    tf_config.check_trainable_cluster(config)
+  no_chief = {'worker': ['a:1', 'b:2'], 'ps': ['p:1']}
   with pytest.raises(tf_config.UnsupportedClusterError,
-                     match='a TF_CONFIG "evaluator" task: '):
-    tf_config.check_trainable_cluster(_config(no_ps, 'evaluator', 0))
-  tf_config.check_trainable_cluster('')  # No cluster: nothing to refuse.
-  tf_config.check_trainable_cluster(_config(no_ps, 'worker', 0))
-  # make_strategy refuses before making MultiWorkerMirroredStrategy, which
-  # would wait for the ps tasks forever.
-  monkeypatch.setenv('TF_CONFIG', _config(tfjob, 'worker', 0))
-  with pytest.raises(tf_config.UnsupportedClusterError):
-    strategy_lib.make_strategy({'use_tpu': False, 'peer_timeout_secs': 10,
-                                'num_cpu_devices': 1})
+                     match=r'coordinator is the "chief" task.*trainer\.legacy'):
+    tf_config.check_trainable_cluster(_config(no_chief, 'worker', 0))
+  with pytest.raises(tf_config.UnsupportedClusterError,
+                     match='--runner=native does not train .* "ps"'):
+    tf_config.check_no_ps('native', _config(tfjob, 'chief', 0))
+  tf_config.check_no_ps('native', _config({'worker': ['a:1']}, 'worker', 0))
+  assert not tf_config.has_ps('') and tf_config.task_type('') is None
 
 
 def test_jit_only_where_the_strategy_allows_it():

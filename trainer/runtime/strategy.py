@@ -2,6 +2,9 @@
 
   --tpu given            -> TPUStrategy (resolve with a deadline, connect,
                             initialize; same errors as the estimator runner)
+  TF_CONFIG with ps      -> ParameterServerStrategy (on the chief, the
+                            coordinator: trainer/runners/tf2/
+                            parameter_servers.py)
   TF_CONFIG, >1 workers  -> MultiWorkerMirroredStrategy
   several local devices  -> MirroredStrategy (--num_cpu_devices N splits the
                             CPU into N logical devices)
@@ -46,6 +49,9 @@ def make_strategy(params):
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
   tf_config.check_trainable_cluster()
+  if tf_config.has_ps():  # The chief: the coordinator (runners/tf2).
+    return (tf.distribute.experimental.ParameterServerStrategy(
+        tf_config.training_cluster_resolver()), 'parameter_server')
   if tf_config.cluster_workers() > 1:
     tf_config.configure_peer_timeout(params['peer_timeout_secs'])
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'

@@ -49,33 +49,61 @@ def is_chief_task(tf_config=None):
   return kind == 'worker' and index == 0 and not config['cluster'].get('chief')
 
 
+def _parsed(tf_config):
+  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+  return json.loads(raw) if raw else {}
+
+
+def has_ps(tf_config=None):
+  """Whether TF_CONFIG's cluster has "ps" tasks."""
+  return bool(_parsed(tf_config).get('cluster', {}).get('ps'))
+
+
+def task_type(tf_config=None):
+  """This task's type in TF_CONFIG (None without one)."""
+  return _parsed(tf_config).get('task', {}).get('type')
+
+
+def training_cluster_resolver(tf_config=None):
+  """A cluster resolver of TF_CONFIG's training tasks (chief, worker, ps):
+  the evaluator, which TFJob lists in every task's cluster, runs no server
+  (it evaluates on its own), so a strategy waiting for it would wait
+  forever."""
+  config = _parsed(tf_config)
+  cluster = {kind: tasks for kind, tasks in config.get('cluster', {}).items()
+             if kind != 'evaluator'}
+  task = config.get('task', {})
+  return tf.distribute.cluster_resolver.SimpleClusterResolver(
+      tf.train.ClusterSpec(cluster), task_type=task.get('type'),
+      task_id=int(task.get('index', 0)), rpc_layer='grpc')
+
+
 def check_trainable_cluster(tf_config=None):
   """Raises UnsupportedClusterError, before any strategy or server exists,
-  for a TF_CONFIG with "ps" tasks or naming this task a "ps" or
-  "evaluator": trainer.main's runners train with MultiWorkerMirroredStrategy
-  on chief/worker tasks only (tf.distribute.experimental.
-  ParameterServerStrategy with a ClusterCoordinator, and sidecar
-  evaluation, are not built yet); that strategy on such a cluster would
-  wait for the ps tasks forever."""
-  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
-  if not raw:
-    return
-  config = json.loads(raw)
+  for a TF_CONFIG cluster with "ps" tasks but no "chief": TF2's
+  ParameterServerStrategy needs a chief task to coordinate (TF_CONFIG as
+  TFJob writes it for Chief, Worker and PS replicas)."""
+  config = _parsed(tf_config)
   cluster = config.get('cluster', {})
-  kind = config.get('task', {}).get('type')
-  if not cluster.get('ps') and kind not in ('ps', 'evaluator'):
-    return
-  what = (f'a TF_CONFIG cluster with {len(cluster["ps"])} "ps" task(s)'
-          if cluster.get('ps') else f'a TF_CONFIG "{kind}" task')
-  raise UnsupportedClusterError(
-      f'{what}: trainer.main does not train with parameter servers '
-      '(tf.distribute.experimental.ParameterServerStrategy and a '
-      'ClusterCoordinator) nor run a sidecar evaluator. Train the model_fn '
-      'as an Estimator program through `python -m trainer.legacy` '
-      '(between-graph replication, variables on the ps tasks, an evaluator '
-      'task; docs/cluster.md), or give trainer.main a TF_CONFIG of "chief"/'
-      '"worker" tasks only (MultiWorkerMirroredStrategy) and evaluate with '
-      '--mode=evaluate.')
+  if cluster.get('ps') and not cluster.get('chief'):
+    raise UnsupportedClusterError(
+        f'TF_CONFIG cluster {sorted(cluster)}: with "ps" tasks, '
+        'trainer.main --runner=tf2 trains with tf.distribute.experimental.'
+        'ParameterServerStrategy, whose coordinator is the "chief" task: add '
+        'one (TFJob: a Chief replica), or run the program as an Estimator '
+        'program through `python -m trainer.legacy` (between-graph '
+        'replication, where worker 0 may lead; docs/cluster.md).')
+
+
+def check_no_ps(runner, tf_config=None):
+  """UnsupportedClusterError for a runner that does not train with
+  parameter servers, on a TF_CONFIG cluster with "ps" tasks."""
+  if has_ps(tf_config):
+    raise UnsupportedClusterError(
+        f'--runner={runner} does not train on a TF_CONFIG cluster with "ps" '
+        'tasks: use --runner=tf2 (ParameterServerStrategy with a '
+        'ClusterCoordinator), or drop the ps tasks (MultiWorkerMirrored'
+        'Strategy).')
 
 
 def task_index(tf_config=None):
