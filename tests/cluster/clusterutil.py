@@ -4,9 +4,17 @@ Each task runs `python -m trainer.legacy tests/cluster/census_main.py` on
 this lane's interpreter: the real Estimator on TF 2.15 (the reference), the
 facade on TF >= 2.16; the same test asserts the same on both lanes. Tasks
 get the TF_CONFIG Kubeflow's TFJob writes (scripts/local_cluster.py).
+
+What the reference did is recorded: each case's observations under TF
+2.15's Estimator are in tests/cluster/golden/CASE.json, written by
+scripts/record_cluster_reference.sh (which runs these tests on the legacy
+lane with RECORD_CLUSTER_REFERENCE=1); a test compares the project's
+observations with them (matches_reference), and asserts its invariants on
+the lane it runs on. So CI runs the clusters once, on the modern lane.
 """
 
 import glob
+import json
 import os
 import re
 import sys
@@ -21,6 +29,60 @@ PROGRAM = os.path.join(testutil.REPO_ROOT, 'tests', 'cluster',
                        'census_main.py')
 # A hang guard only, never a speed bound (a loaded 2-core machine).
 TIMEOUT = 600
+GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          'golden')
+RECORDING = os.environ.get('RECORD_CLUSTER_REFERENCE') == '1'
+
+
+def recording():
+  """Whether this run records the reference (TF 2.15's Estimator only)."""
+  if RECORDING and not testutil.HAS_ESTIMATOR:
+    raise AssertionError('RECORD_CLUSTER_REFERENCE=1 records TF 2.15\'s '
+                         'Estimator: run it on .venv/legacy '
+                         '(scripts/record_cluster_reference.sh).')
+  return RECORDING
+
+
+def reference(name, observe):
+  """The reference's observations `name` (JSON values): read from
+  golden/NAME.json, or, when recording, observe()'s, written there."""
+  path = os.path.join(GOLDEN_DIR, f'{name}.json')
+  if recording():
+    value = json.loads(json.dumps(observe(), sort_keys=True))
+    os.makedirs(GOLDEN_DIR, exist_ok=True)
+    with open(path, 'w') as f:
+      json.dump(value, f, indent=1, sort_keys=True)
+      f.write('\n')
+    return value
+  if not os.path.exists(path):
+    raise AssertionError(f'{path}: no recorded reference; run '
+                         'scripts/record_cluster_reference.sh')
+  with open(path) as f:
+    return json.load(f)
+
+
+def matches_reference(name, observed, differs=()):
+  """Asserts `observed` (this lane's observations of case `name`) equals
+  what TF 2.15's Estimator did (recorded; when recording, records it),
+  but for the keys in `differs` (where the project differs by design: the
+  caller asserts those). Returns the reference's observations."""
+  observed = json.loads(json.dumps(observed, sort_keys=True))
+  expected = reference(name, lambda: observed)
+  differing = sorted(k for k in set(expected) | set(observed)
+                     if k not in differs and expected.get(k) != observed.get(k))
+  assert not differing, '\n'.join(
+      f'{name}[{k!r}]: reference {expected.get(k)!r}, here '
+      f'{observed.get(k)!r}' for k in differing)
+  return expected
+
+
+def anonymise(text, cluster_spec):
+  """`text` with each task's address replaced by its name (ports differ
+  from run to run)."""
+  for kind, addresses in cluster_spec.items():
+    for index, address in enumerate(addresses):
+      text = text.replace(address, f'{kind}:{index}')
+  return text
 
 
 def async_tolerance(trainers):

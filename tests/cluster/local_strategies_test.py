@@ -3,9 +3,9 @@
 RunConfig(train_distribute=...) with tf.compat.v1 ParameterServerStrategy
 and CentralStorageStrategy (v1 and v2) and no TF_CONFIG: a child process on
 each lane's interpreter trains the same model_fn 3 steps under each and
-prints the variables; TF 2.15 runs the real Estimator, the modern lane the
-facade (graph/distributed_train.py). Runs once, on the lane without
-Estimator; skips without both lanes.
+prints the variables; TF 2.15 runs the real Estimator (recorded in
+golden/local_strategies.json by scripts/record_cluster_reference.sh), the
+modern lane the facade (graph/distributed_train.py).
 """
 
 import json
@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from tests import testutil
+from tests.cluster import clusterutil
 from tests.cluster import run_config_test
 
 PYTHONS = run_config_test.PYTHONS
@@ -70,7 +71,9 @@ def _variables(lane):
 
 
 def test_parameter_server_strategies_train_as_estimator_does():
-  reference, facade = _variables('legacy'), _variables('modern')
+  reference = clusterutil.reference('local_strategies',
+                                    lambda: _variables('legacy'))
+  facade = _variables('modern')
   assert sorted(reference) == ['central_storage', 'central_storage_v1',
                                'parameter_server_v1']
   for name, variables in reference.items():

@@ -4,8 +4,9 @@ For TF_CONFIGs of every layout Estimator knew (TFJob's with an evaluator in
 every pod's cluster, a master, one node, session_master, a strategy that
 makes the coordinator take over, and invalid ones), a child process on each
 lane's interpreter builds tf.estimator.RunConfig() and prints its fields (or
-its error); TF 2.15 runs the real Estimator, the modern lane the facade.
-Runs once, on the lane without Estimator; skips without both lanes.
+its error); TF 2.15 runs the real Estimator (recorded in
+golden/run_config_fields.json by scripts/record_cluster_reference.sh), the
+modern lane the facade.
 """
 
 import json
@@ -15,6 +16,7 @@ import subprocess
 import pytest
 
 from tests import testutil
+from tests.cluster import clusterutil
 
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.realpath(__file__))))
@@ -23,12 +25,14 @@ PYTHONS = {lane: os.path.join(SOURCE_ROOT, '.venv', lane, 'bin', 'python')
 
 pytestmark = [
     pytest.mark.skipif(
-        testutil.HAS_ESTIMATOR,
-        reason='compares TF 2.15 with the facade by driving both lanes; it '
-        'runs once, on the lane without Estimator'),
+        testutil.HAS_ESTIMATOR and not clusterutil.RECORDING,
+        reason='compares the facade with TF 2.15 (recorded); it runs on the '
+        'lane without Estimator, and on TF 2.15 only to record'),
     pytest.mark.skipif(
-        not all(os.path.exists(p) for p in PYTHONS.values()),
-        reason='needs both .venv/legacy and .venv/modern (scripts/setup_env.sh)'),
+        not os.path.exists(PYTHONS['modern']) or (
+            clusterutil.RECORDING and not os.path.exists(PYTHONS['legacy'])),
+        reason='needs .venv/modern, and .venv/legacy to record '
+        '(scripts/setup_env.sh)'),
 ]
 
 _TFJOB = {'chief': ['c:1'], 'worker': ['w:1', 'w:2'], 'ps': ['p:1', 'p:2'],
@@ -115,7 +119,9 @@ def _fields(lane):
 
 
 def test_run_config_fields_match_estimators_for_every_layout():
-  reference, facade = _fields('legacy'), _fields('modern')
+  reference = clusterutil.reference('run_config_fields',
+                                    lambda: _fields('legacy'))
+  facade = _fields('modern')
   assert set(reference) == {name for name, _, _ in _cases()}
   assert 'error' in reference['no-chief']  # The cases reach both branches.
   assert reference['tfjob-worker1']['master'] == 'grpc://w:2'

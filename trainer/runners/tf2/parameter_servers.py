@@ -19,6 +19,7 @@ TF_CONFIG task says what it does:
     one at or past the last training step.
 """
 
+import signal
 import time
 
 from absl import logging
@@ -60,7 +61,8 @@ def describe_placement(module):
 
 def serve():
   """A worker or ps task: starts its server and serves until stopped
-  (never returns)."""
+  (never returns). SIGTERM ends it at once (exit 143): it holds nothing to
+  save; the coordinator's checkpoints hold the variables."""
   resolver = tf_config.training_cluster_resolver()
   kind, index = resolver.task_type, resolver.task_id
   logging.info('TF_CONFIG task %s:%s: serving the coordinator until stopped.',
@@ -68,6 +70,7 @@ def serve():
   server = tf.distribute.Server(
       resolver.cluster_spec(), job_name=kind, task_index=index,
       protocol=resolver.rpc_layer, start=True)
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)  # Not the run guard's.
   server.join()
 
 
@@ -81,7 +84,8 @@ def split_steps(num_steps, workers):
 def evaluate_as_sidecar(runner, params, poll_secs=1.0):
   """The evaluator task: evaluates each new checkpoint of model_dir (as
   Estimator's evaluator, every --eval_steps batches or the whole input)
-  until one at or past --train_steps; the last metrics."""
+  until one at or past --train_steps (without --train_steps, until
+  stopped); the last metrics."""
   model_dir, last_step = params['model_dir'], params['train_steps']
   seen, metrics = None, {}
   while True:
@@ -94,6 +98,8 @@ def evaluate_as_sidecar(runner, params, poll_secs=1.0):
       metrics = runner.evaluate(params['eval_steps'] or None,
                                 checkpoint_path=path)
     except (tf.errors.NotFoundError, ValueError) as e:
+      if tf.io.gfile.exists(path + '.index'):
+        raise  # The model's or the input's error, not a vanished file.
       # Garbage-collected under us (keep_checkpoint_max): the next one.
       logging.warning('Checkpoint %s went away while evaluated (%s); '
                       'waiting for the next one.', path, e)
