@@ -1,6 +1,7 @@
 """The tf2 runner's TF2 way to train with parameter servers: `python -m
 trainer.main --runner=tf2` on every task of a loopback TF_CONFIG cluster (1
-chief, 2 workers, 1 ps, 1 evaluator, TFJob's TF_CONFIG): the chief
+chief, 2 workers, 1 ps, 1 evaluator, TFJob's TF_CONFIG), starting from
+a checkpoint the facade's graph engine wrote: the chief
 coordinates tf.distribute.experimental.ParameterServerStrategy with a
 ClusterCoordinator, the workers run the steps on their own input pipelines,
 the variables live on the ps, the evaluator evaluates each checkpoint
@@ -21,6 +22,7 @@ import tensorflow as tf
 from scripts import local_cluster
 from tests import testutil
 from tests.cluster import clusterutil
+from trainer.models import registry
 from trainer.runners import registry as runners
 
 pytestmark = pytest.mark.skipif(
@@ -28,6 +30,7 @@ pytestmark = pytest.mark.skipif(
     'path is compared with the graph engine of the facade (TF >= 2.16); '
     'TF 2.15 has no facade')
 
+GRAPH_STEPS = 10  # Trained first on the graph engine.
 TRAIN_STEPS = 40
 EVAL_STEPS = 4
 MARK = 'input batch read by this task'
@@ -65,6 +68,8 @@ def job(tmp_path_factory):
   tmp_path = tmp_path_factory.mktemp('tf2_ps')
   (tmp_path / 'worker_input.py').write_text(WORKER_INPUT)
   model_dir = str(tmp_path / 'model')
+  # The cluster resumes from the graph engine's checkpoint (TF1 names).
+  _graph_engine_runner(model_dir).train(GRAPH_STEPS)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
              PYTHONPATH=os.pathsep.join([testutil.REPO_ROOT, str(tmp_path)]))
   cluster = local_cluster.LocalCluster(
@@ -104,7 +109,13 @@ def test_the_chief_coordinates_the_workers_train_the_ps_hold_variables(job):
   assert MARK not in logs['chief:0']
   reader = tf.train.load_checkpoint(model_dir)
   assert reader.get_tensor('global_step') == TRAIN_STEPS  # Exactly.
-  assert clusterutil.checkpoint_steps(model_dir)[-1] == TRAIN_STEPS
+  steps = clusterutil.checkpoint_steps(model_dir)
+  assert GRAPH_STEPS in steps and steps[-1] == TRAIN_STEPS, steps
+  # It went on from the graph engine's checkpoint (from scratch, its first
+  # progress line would be at step 10 = GRAPH_STEPS).
+  progress = [int(p) for p in
+              re.findall(r'train \| step: (\d+)', logs['chief:0'])]
+  assert progress and GRAPH_STEPS < progress[0] <= TRAIN_STEPS, progress
 
 
 def _reported_metrics(log):
@@ -113,24 +124,21 @@ def _reported_metrics(log):
           re.findall(r'^(\w+): (-?[\d.e+-]+)$', log, re.M)}
 
 
-def _graph_engine_metrics(model_dir, tmp_path):
-  """The built-in model's metrics of model_dir's latest checkpoint, by the
-  facade's TPUEstimator (use_tpu=False: the graph engine, a Session)."""
+def _graph_engine_runner(model_dir):
+  """The built-in model (testutil.TINY) on the facade's TPUEstimator
+  (use_tpu=False: the graph engine, a Session), in this process."""
   params = testutil.base_params(model_dir=model_dir, runner='estimator',
                                 eval_steps=EVAL_STEPS)
-  from trainer.models import registry  # pylint: disable=g-import-not-at-top
-  runner = runners.make_runner(params, registry.resolve_model_fn(
+  return runners.make_runner(params, registry.resolve_model_fn(
       params['model']), registry.resolve_input_fn('tfrecord'))
-  del tmp_path
-  return runner.evaluate(EVAL_STEPS)
 
 
-def test_the_evaluator_reports_what_the_graph_engine_computes(job, tmp_path):
+def test_the_evaluator_reports_what_the_graph_engine_computes(job):
   cluster, model_dir, _, _ = job
   reported = _reported_metrics(cluster.task('evaluator').log())
   assert reported.get('global_step') == TRAIN_STEPS, reported
   assert clusterutil.eval_steps(model_dir)[-1] == TRAIN_STEPS
-  graph = _graph_engine_metrics(model_dir, tmp_path)
+  graph = _graph_engine_runner(model_dir).evaluate(EVAL_STEPS)
   assert graph['global_step'] == TRAIN_STEPS
   assert set(reported) == set(graph), (reported, graph)
   for name, value in graph.items():
