@@ -4,13 +4,16 @@ tf.distribute.experimental.ParameterServerStrategy with a ClusterCoordinator.
 Every task runs the same `python -m trainer.main --runner=tf2 ...`; its
 TF_CONFIG task says what it does:
   * chief: the coordinator. It makes the strategy (the model_fn's variables
-    live on the ps tasks) and trains: each loop of steps is split between
-    the workers, each share one call of the runner's loop function
-    scheduled on a worker, which reads its own input pipeline (the input_fn
-    runs on every worker, create_per_worker_dataset); the workers' steps
-    update the variables asynchronously. Hooks, host_call and checkpoints
-    run on the coordinator; checkpoints keep TF1 names, so the graph engine
-    and Estimator read them (and the runner reads theirs);
+    live on the ps tasks) and trains: each loop of steps is split into as
+    many shares as there are workers, each share one call of the runner's
+    loop function, which the coordinator dispatches to an idle worker,
+    where it reads that worker's own input pipeline (the input_fn runs on
+    every worker, create_per_worker_dataset); the workers' steps update the
+    variables asynchronously. Hooks, host_call and checkpoints run on the
+    coordinator, on the steps' values in scheduling order (user hooks that
+    must see every step make loops of one step: one worker at a time);
+    checkpoints keep TF1 names, so the graph engine and Estimator read them
+    (and the runner reads theirs);
   * worker, ps: start their server and serve until stopped (TFJob deletes
     them when the chief succeeds);
   * evaluator: sidecar evaluation (evaluate_as_sidecar): evaluates each new
@@ -133,8 +136,9 @@ def traceable(iterator):
 def run_loop(strategy, loop, iterator, num_steps):
   """loop(iterator, num_steps) outputs (losses, host values, hook values),
   each stacked along steps: run here, or, under a ClusterCoordinator, as
-  one share of the steps per worker, scheduled together (the workers train
-  asynchronously), their outputs concatenated in scheduling order."""
+  one share of the steps per worker (split_steps), scheduled together and
+  dispatched to idle workers (which train asynchronously), their outputs
+  concatenated in scheduling order."""
   coordinator = coordinator_of(strategy)
   if coordinator is None:
     return loop(iterator, tf.constant(num_steps))
