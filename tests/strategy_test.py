@@ -60,3 +60,25 @@ def test_jit_only_where_the_strategy_allows_it():
   assert strategy_lib.supports_jit('default')
   assert not strategy_lib.supports_jit('mirrored')
   assert not strategy_lib.supports_jit('multi_worker_mirrored')
+
+
+def test_parameter_server_roles_and_step_shares(monkeypatch):
+  from trainer.runners.tf2 import parameter_servers  # pylint: disable=g-import-not-at-top
+  tfjob = {'chief': ['c:1'], 'worker': ['a:1', 'b:2'], 'ps': ['p:1'],
+           'evaluator': ['e:1']}
+  roles = {}
+  for kind in ('chief', 'worker', 'ps', 'evaluator'):
+    monkeypatch.setenv('TF_CONFIG', _config(tfjob, kind, 0))
+    roles[kind] = parameter_servers.task_role()
+  assert roles == {'chief': 'coordinator', 'worker': 'server',
+                   'ps': 'server', 'evaluator': 'evaluator'}
+  monkeypatch.setenv('TF_CONFIG', _config({'worker': ['a:1', 'b:2']},
+                                          'worker', 0))
+  assert parameter_servers.task_role() is None  # MultiWorkerMirrored.
+  # The evaluator runs no server: the strategy's cluster leaves it out.
+  monkeypatch.setenv('TF_CONFIG', _config(tfjob, 'chief', 0))
+  spec = tf_config.training_cluster_resolver().cluster_spec().as_dict()
+  assert sorted(spec) == ['chief', 'ps', 'worker']
+  assert parameter_servers.split_steps(10, 2) == [5, 5]
+  assert parameter_servers.split_steps(4, 3) == [2, 1, 1]
+  assert parameter_servers.split_steps(1, 2) == [1]
