@@ -375,14 +375,3 @@ def test_fake_summary_writer_records_a_summary_saver_hooks_summaries(
 def absltest_case():
   import unittest  # pylint: disable=g-import-not-at-top
   return unittest.TestCase()
-
-
-def test_parameter_server_strategies_stay_refused_on_one_device(tmp_path):
-  """A one-replica CentralStorageStrategy is still refused, by name (it
-  does not run as a plain one-device Estimator)."""
-  config = run_config.RunConfig(
-      train_distribute=tf.distribute.experimental.CentralStorageStrategy())
-  est = estimator_lib.Estimator(lambda features, labels, mode: None,
-                                model_dir=str(tmp_path), config=config)
-  with pytest.raises(NotImplementedError, match='CentralStorage'):
-    est.train(lambda: tf.data.Dataset.range(2), steps=1)

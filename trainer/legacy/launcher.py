@@ -24,6 +24,7 @@ from trainer.runtime import startup
 
 USAGE = """\
 usage: python -m trainer.legacy [--cpu_fallback] [--peer_timeout_secs=N]
+                               [--ps_timeout_secs=N]
                                (PROGRAM.py | -m MODULE) [ARGS...]
 
 Runs a legacy tf.estimator / TPUEstimator program unchanged; on TensorFlow
@@ -35,16 +36,22 @@ launcher flags (before the program):
   --cpu_fallback  a TPUClusterResolver that finds no TPU means "no TPU": the
                   program runs on CPU/GPU (logged) instead of failing
   --peer_timeout_secs=N
-                  a TF_CONFIG job of chief/workers (MultiWorkerMirrored-
-                  Strategy): a worker silent for N s counts as lost and the
+                  a TF_CONFIG job whose program makes a MultiWorkerMirrored-
+                  Strategy: a worker silent for N s counts as lost and the
                   others stop with an error naming it (default 10)
+  --ps_timeout_secs=N
+                  a TF_CONFIG job with "ps" tasks: a ps unreachable for N s
+                  stops the training tasks with an error naming it (default
+                  60; 0: wait for it forever, as Estimator does)
   -h, --help      this message
 """
 DEFAULT_PEER_TIMEOUT_SECS = 10
+DEFAULT_PS_TIMEOUT_SECS = 60
 
 # What parse() found: launcher options, then the program and its argv.
 Launch = collections.namedtuple(
-    'Launch', 'cpu_fallback kind target program_args peer_timeout_secs')
+    'Launch', 'cpu_fallback kind target program_args peer_timeout_secs '
+    'ps_timeout_secs', defaults=(DEFAULT_PS_TIMEOUT_SECS,))
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # From a clone, the repository root stays importable once sys.path[0] is the
@@ -67,6 +74,7 @@ def parse(argv):
   args = list(argv[1:])
   cpu_fallback = False
   peer_timeout = DEFAULT_PEER_TIMEOUT_SECS
+  ps_timeout = DEFAULT_PS_TIMEOUT_SECS
   i = 0
   while i < len(args):
     arg = args[i]
@@ -83,18 +91,25 @@ def parse(argv):
         raise UsageError(f'--peer_timeout_secs={value}: give whole seconds '
                          '(0: TensorFlow\'s default, 10 s).')
       peer_timeout = int(value)
+    elif arg.startswith('--ps_timeout_secs='):
+      value = arg.split('=', 1)[1]
+      if not value.isdigit():
+        raise UsageError(f'--ps_timeout_secs={value}: give whole seconds '
+                         '(0: wait for a lost ps forever).')
+      ps_timeout = int(value)
     elif arg == '-m':
       if i + 1 >= len(args):
         raise UsageError('-m needs a module name (-m their.package.main).')
       return Launch(cpu_fallback, 'module', args[i + 1], args[i + 2:],
-                    peer_timeout)
+                    peer_timeout, ps_timeout)
     elif arg.startswith('-'):
       raise UsageError(
           f'unknown launcher flag {arg!r}; launcher flags (--cpu_fallback, '
-          '--peer_timeout_secs) come before the program, the program\'s own '
-          'flags after it.')
+          '--peer_timeout_secs, --ps_timeout_secs) come before the program, '
+          'the program\'s own flags after it.')
     else:
-      return Launch(cpu_fallback, 'path', arg, args[i + 1:], peer_timeout)
+      return Launch(cpu_fallback, 'path', arg, args[i + 1:], peer_timeout,
+                    ps_timeout)
     i += 1
   raise UsageError('no program given: name a script (their_main.py) or a '
                    'module (-m their.package.main).')
@@ -104,9 +119,11 @@ def _say(message):
   print(f'trainer.legacy: {message}', file=sys.stderr, flush=True)
 
 
-def _prepare(cpu_fallback, peer_timeout_secs):
-  """Installs the facade (TF >= 2.16), --cpu_fallback and the peer timeout
-  of a chief/worker job; says what it did."""
+def _prepare(cpu_fallback, peer_timeout_secs,
+             ps_timeout_secs=DEFAULT_PS_TIMEOUT_SECS):
+  """Installs the facade (TF >= 2.16), --cpu_fallback, the peer timeout of
+  a chief/worker job and the facade's wait for a lost ps; says what it
+  did."""
   startup.select_keras()
   if not startup.wants_verbose(sys.argv):  # TF 2.21 logs every placement.
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
@@ -114,29 +131,37 @@ def _prepare(cpu_fallback, peer_timeout_secs):
   import tensorflow as tf
   from trainer.compat import cpu_fallback as cluster
   from trainer.facade import install
-  if install.install() or install.installed():
+  facade = install.install() or install.installed()
+  if facade:
     _say(f'TensorFlow {tf.__version__} has no tf.estimator: the program\'s '
-         'Estimator calls run on the trainer.legacy facade: on one device on '
-         'the graph engine (as Estimator), under a multi-replica or TPU '
-         'strategy or across TF_CONFIG workers on the tf2 runner.')
+         'Estimator calls run on the trainer.legacy facade: on one device '
+         'and on TF_CONFIG clusters on the graph engine (as Estimator), '
+         'under a multi-replica or TPU strategy on the tf2 runner.')
+    from trainer.facade.engine.graph import cluster as graph_cluster
+    graph_cluster.set_ps_timeout(ps_timeout_secs)
   else:
     _say(f'TensorFlow {tf.__version__} has tf.estimator: running the real '
          'Estimator unchanged.')
   if cpu_fallback:
     cluster.install_fallback()
-  _configure_peers(peer_timeout_secs)
+  _configure_peers(peer_timeout_secs, facade)
 
 
-def _configure_peers(timeout_secs):
+def _configure_peers(timeout_secs, facade):
   """Before the program makes its MultiWorkerMirroredStrategy: a lost peer
-  fails the others after `timeout_secs`. Not for jobs with parameter
-  servers (Estimator's own distributed training, no coordination service)."""
+  fails the others after `timeout_secs`. A job with parameter servers
+  trains by between-graph replication (servers, no coordination service);
+  there, a MultiWorkerMirroredStrategy made eagerly would wait for the ps
+  tasks forever, and is refused when made, naming the alternatives."""
   raw = os.environ.get('TF_CONFIG', '')
   try:
     has_ps = bool(json.loads(raw).get('cluster', {}).get('ps')) if raw else False
   except (ValueError, AttributeError):
     return  # The program's own TF_CONFIG error is clearer.
   if has_ps:
+    if facade:
+      from trainer.compat import collective_guard  # pylint: disable=g-import-not-at-top
+      collective_guard.install()
     return
   from trainer.runtime import tf_config  # pylint: disable=g-import-not-at-top
   tf_config.configure_peer_timeout(timeout_secs)
@@ -167,7 +192,8 @@ def main(argv):
     launch = parse(argv)
     if launch.kind == 'path' and not os.path.isfile(launch.target):
       raise UsageError(f'program file {launch.target} does not exist.')
-    _prepare(launch.cpu_fallback, launch.peer_timeout_secs)
+    _prepare(launch.cpu_fallback, launch.peer_timeout_secs,
+             launch.ps_timeout_secs)
     _run(launch.kind, launch.target, launch.program_args)
   except UsageError as e:
     print(f'trainer.legacy: error: {e}\n{USAGE}', file=sys.stderr, end='')

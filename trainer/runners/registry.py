@@ -19,6 +19,7 @@ import tensorflow as tf
 from trainer.guard import peers
 from trainer.guard import preemption
 from trainer.runtime import controller
+from trainer.runtime import tf_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +93,9 @@ def run(params, model_fn, input_fn, serving_input_fn=None):
   """Runs params['mode'] with model_fn / input_fn; returns its result."""
   runner = make_runner(params, model_fn, input_fn, serving_input_fn)
   preemption.reclaim()  # Its strategy may have taken SIGTERM over.
+  if params['runner'] == 'tf2' and tf_config.task_type() == 'evaluator':
+    from trainer.runners.tf2 import parameter_servers
+    return parameter_servers.evaluate_as_sidecar(runner, params)
   try:
     return controller.run(runner, params)
   except tf.errors.OpError as e:
@@ -115,9 +119,18 @@ def _make_estimator(params, model_fn, input_fn, serving_input_fn, strategy):
 
 
 def _make_tf2(params, model_fn, input_fn, serving_input_fn, strategy):
+  from trainer.runners.tf2 import parameter_servers
   from trainer.runners.tf2 import runner as tf2_runner
   logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
                params['num_cpu_devices'])
+  role = parameter_servers.task_role()
+  if role == 'server':  # A ps or worker of the coordinator's cluster.
+    parameter_servers.serve()
+  if role == 'coordinator':
+    parameter_servers.check_coordinator_mode(params)
+  if role == 'evaluator' and strategy is None:
+    # The evaluator of a cluster evaluates on its own devices (sidecar).
+    strategy = (tf.distribute.get_strategy(), 'default')
   return tf2_runner.Tf2Runner(params, model_fn, input_fn,
                               serving_input_fn=serving_input_fn,
                               strategy=strategy)
@@ -127,6 +140,7 @@ def _make_native(params, model_fn, input_fn, serving_input_fn, strategy):
   """The TF2-native Keras version of the built-in params['model'] (not
   model_fn), trained with Orbit."""
   del model_fn, serving_input_fn
+  tf_config.check_no_ps('native')
   from trainer.runners.native import runner as native_runner
   logging.info('Runner: native (Keras model, Orbit; --num_cpu_devices=%d).',
                params['num_cpu_devices'])

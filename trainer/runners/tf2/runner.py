@@ -99,7 +99,8 @@ class Tf2Runner:
         raise ValueError(f'--{key}={params[key]} must be divisible by the '
                          f'{self.num_replicas} replicas of the tf2 runner.')
     self.model_dir = params['model_dir']
-    if not tf_config.is_chief_task():  # Keeps its own copy, apart.
+    if not tf_config.is_chief_task() and (  # Keeps its own copy, apart;
+        tf_config.task_type() != 'evaluator'):  # a sidecar reads model_dir.
       self.model_dir = os.path.join(params['model_dir'],
                                     f'worker-{tf_config.task_index()}')
     with self.strategy.scope():
