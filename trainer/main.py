@@ -4,7 +4,8 @@
   python -m trainer.main --tpu=$TPU_NAME --flagfile=configs/resnet50_imagenet.cfg
 
 Exit status: 0 done; 1 error, with a message saying what to fix; 143
-preempted by SIGTERM after writing a checkpoint (run it again to continue).
+preempted by SIGTERM, 130 interrupted by SIGINT (Ctrl-C), after writing a
+checkpoint when training (run it again to continue).
 """
 
 import sys  # pylint: disable=g-bad-import-order
@@ -15,6 +16,7 @@ if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
 
 import logging as logging_lib
+import signal
 import tempfile
 
 from absl import app
@@ -54,6 +56,15 @@ def resolve_input_fns(params):
 
 
 def main(argv):
+  try:
+    _main(argv)
+  except KeyboardInterrupt:  # Ctrl-C outside training: nothing to save.
+    print('interrupted (SIGINT) outside training: nothing was being '
+          'trained; run the same command again.', file=sys.stderr)
+    raise SystemExit(128 + signal.SIGINT) from None
+
+
+def _main(argv):
   _log_once()
   startup.quiet_tensorflow_logger()
   if len(argv) > 1:
@@ -81,8 +92,9 @@ def main(argv):
                                 serving_input_fn), **extra)
   except preemption.PreemptedError as e:
     logging.warning('%s', e)
-    print(f'preempted: {e}', file=sys.stderr)
-    raise SystemExit(preemption.EXIT_STATUS) from e
+    print(f'{"interrupted" if e.exit_status == 130 else "preempted"}: {e}',
+          file=sys.stderr)
+    raise SystemExit(e.exit_status) from e
   except errors.TrainerError as e:  # Its message says what to do.
     logging.error('%s', e)
     raise SystemExit(f'error: {e}') from e

@@ -1,18 +1,24 @@
-"""SIGTERM (preemption) as a flag the runners poll between loops.
+"""SIGTERM (preemption) and SIGINT (Ctrl-C) as a flag the runners poll.
 
-Inside `handling_sigterm()` the first SIGTERM only sets the flag: the runner
-finishes its current loop, writes a checkpoint at that step and returns; the
-controller then raises PreemptedError, which the entry point turns into exit
-status 143 (128 + SIGTERM). A second SIGTERM kills the process as usual.
+Inside `handling_signals()` the first SIGTERM or SIGINT only sets the flag:
+the runner finishes its current loop, writes a checkpoint at that step and
+returns; the controller then raises PreemptedError, which the entry point
+turns into exit status 128 + the signal (143 for SIGTERM, 130 for SIGINT).
+A second SIGTERM kills the process as usual; a second SIGINT ends it at
+once (the default action of SIGINT, not a KeyboardInterrupt that would wait
+for the running step).
 
 Several workers (MultiWorkerMirroredStrategy): TensorFlow's coordination
 service installs a SIGTERM handler of its own (`preemption_notifier.cc:
 SIGTERM caught`) when the strategy starts, which would swallow the signal;
-`reclaim()` puts this module's handler back (the loop driver calls it after
+`reclaim()` puts this module's handlers back (the loop driver calls it after
 the strategy exists and before each loop). The workers then agree after
-each loop whether any of them was preempted (the runner's collective, see
-trainer/driver.py), so all stop at the same step, each with its checkpoint,
-and all exit 143: `request(peer=True)` marks a stop asked by a peer.
+each loop whether any of them was stopped (the runner's collective, see
+trainer/driver.py), so all stop at the same step, each with its checkpoint:
+`request(peer=True)` marks a stop asked by a peer.
+
+Blocks nest: an inner `handling_signals()` (the facade's engine inside the
+launcher's guard) changes nothing, so the outer one sees every request.
 """
 
 import contextlib
@@ -23,26 +29,49 @@ from absl import logging
 
 from trainer.api import errors
 
-EXIT_STATUS = 128 + signal.SIGTERM
+EXIT_STATUS = 128 + signal.SIGTERM  # Preempted by SIGTERM (or by a peer).
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_NAMES = {signal.SIGTERM: 'SIGTERM', signal.SIGINT: 'SIGINT'}
 _requested = threading.Event()
 _by_peer = threading.Event()
 _logged = threading.Event()
-_handlers = []  # The handler of the innermost handling_sigterm() block.
+_received = []  # The first signal's number (set by the handler, no I/O).
+_handlers = []  # {signum: handler} of the innermost handling block.
 
 
 class PreemptedError(errors.TrainerError):
-  """Training stopped on SIGTERM after checkpointing."""
+  """Training stopped on SIGTERM or SIGINT after checkpointing;
+  `exit_status` is 128 + that signal."""
+
+  def __init__(self, message, exit_status=EXIT_STATUS):
+    super().__init__(message)
+    self.exit_status = exit_status
+
+
+def signal_name():
+  """'SIGTERM' or 'SIGINT': what asked to stop (SIGTERM for a peer's)."""
+  return _NAMES[_received[0]] if _received else 'SIGTERM'
+
+
+def exit_status():
+  """The exit status of a run stopped by the received signal."""
+  return 128 + (_received[0] if _received else signal.SIGTERM)
 
 
 def requested():
-  """True once SIGTERM was received inside handling_sigterm() (here or, in
-  a multi-worker job, by a peer). The first True is logged here, in the
-  caller's thread: the signal handler itself does no I/O."""
+  """True once SIGTERM or SIGINT was received inside handling_signals()
+  (here or, in a multi-worker job, by a peer). The first True is logged
+  here, in the caller's thread: the signal handler itself does no I/O."""
   if _requested.is_set() and not _logged.is_set():
     _logged.set()
-    logging.warning(
-        'SIGTERM%s: finishing this loop, writing a checkpoint and stopping.',
-        ' received by another worker' if _by_peer.is_set() else '')
+    if _by_peer.is_set():
+      logging.warning('SIGTERM received by another worker: finishing this '
+                      'loop, writing a checkpoint and stopping.')
+    else:
+      logging.warning(
+          '%s: finishing this loop, writing a checkpoint and stopping%s.',
+          signal_name(), ' (Ctrl-C again stops at once, without it)'
+          if signal_name() == 'SIGINT' else '')
   return _requested.is_set()
 
 
@@ -55,48 +84,71 @@ def request(peer=False):
 
 
 def reclaim():
-  """Re-installs this module's SIGTERM handler inside handling_sigterm()
-  (TensorFlow may have replaced it at the C level); a no-op outside, or
+  """Re-installs this module's handlers inside handling_signals()
+  (TensorFlow may have replaced them at the C level); a no-op outside, or
   off the main thread."""
   if not _handlers or threading.current_thread() is not (
       threading.main_thread()):
     return
-  if not _requested.is_set():  # After the first, SIGTERM acts as before.
-    signal.signal(signal.SIGTERM, _handlers[-1])
+  if not _requested.is_set():  # After the first, signals act as before.
+    for signum, handler in _handlers[-1].items():
+      signal.signal(signum, handler)
 
 
 def _clear():
   for event in (_requested, _by_peer, _logged):
     event.clear()
+  del _received[:]
 
 
 @contextlib.contextmanager
-def handling_sigterm():
-  """Inside the block, SIGTERM sets the flag instead of killing."""
-  previous = signal.getsignal(signal.SIGTERM) or signal.SIG_DFL
+def handling_signals():
+  """Inside the block, SIGTERM and SIGINT set the flag instead of killing.
+  Nested blocks and blocks off the main thread (where Python cannot set
+  handlers) change nothing."""
+  if _handlers or threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  previous = {s: signal.getsignal(s) or signal.SIG_DFL for s in _SIGNALS}
 
   def handler(signum, frame):
     # No I/O here: the signal may arrive while the main thread writes a log
     # line, and a write from the handler would then raise inside it (and
     # logging would swallow that error, losing the request).
     del frame
+    if not _received:
+      _received.append(signum)
     _requested.set()
-    signal.signal(signum, previous)  # A second SIGTERM acts as before.
+    # A second SIGTERM acts as before; a second SIGINT ends the process now.
+    signal.signal(signum, signal.SIG_DFL if signum == signal.SIGINT
+                  else previous[signum])
 
   _clear()
-  _handlers.append(handler)
-  signal.signal(signal.SIGTERM, handler)
+  _handlers.append({s: handler for s in _SIGNALS})
+  for signum in _SIGNALS:
+    signal.signal(signum, handler)
   try:
     yield
   finally:
     _handlers.pop()
-    signal.signal(signal.SIGTERM, previous)
-    _clear()  # Later runs in this process are not preempted.
+    for signum, old in previous.items():
+      signal.signal(signum, old)
+    _clear()  # Later runs in this process are not stopped.
+
+
+handling_sigterm = handling_signals  # Its name before SIGINT was handled.
+
+
+def stopped_message(step, model_dir):
+  """What a run stopped by the received signal says: where and how to go
+  on."""
+  what = ('Interrupted (SIGINT)' if signal_name() == 'SIGINT'
+          else 'Preempted (SIGTERM)')
+  return (f'{what}: stopped at step {step} with a checkpoint in '
+          f'{model_dir}; run the same command again to continue.')
 
 
 def raise_if_requested(step, model_dir):
-  """PreemptedError at `step` if SIGTERM was received."""
+  """PreemptedError at `step` if SIGTERM or SIGINT was received."""
   if requested():
-    raise PreemptedError(
-        f'Preempted (SIGTERM): stopped at step {step} with a checkpoint in '
-        f'{model_dir}; run the same command again to continue.')
+    raise PreemptedError(stopped_message(step, model_dir), exit_status())

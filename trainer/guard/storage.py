@@ -1,0 +1,107 @@
+"""A write to model_dir that the storage refuses, as one error to act on.
+
+A full disk, a read-only file system, an exhausted quota or a denied
+permission surface deep inside TensorFlow (`ResourceExhaustedError: .../
+model.ckpt-40_temp/part-00000-of-00001.data-00000-of-00001.tempstate...; No
+space left on device`) or Python (`OSError: [Errno 30] Read-only file
+system`). `write_failure(error, model_dir)` names the directory, the cause
+and what to do, and which complete checkpoint is kept; `reporting_write_
+failures(model_dir)` raises it in place of such an error, after removing
+the temporary files of the failed save (a failed save never replaces the
+`checkpoint` state, so the previous checkpoint stays the latest).
+"""
+
+import contextlib
+import errno
+import os
+import re
+
+import tensorflow as tf
+
+from trainer.api import errors
+from trainer.guard import checkpoint_files
+
+# errno -> (what the OS says, what to do about it).
+_CAUSES = {
+    errno.ENOSPC: ('No space left on device',
+                   'free space there or use a model_dir on a disk with room'),
+    errno.EDQUOT: ('Disk quota exceeded',
+                   'raise the quota or use a model_dir with room'),
+    errno.EROFS: ('Read-only file system',
+                  'use a model_dir on a writable file system'),
+    errno.EFBIG: ('File too large',
+                  'raise the file size limit (ulimit -f) or use another '
+                  'model_dir'),
+    errno.EACCES: ('Permission denied',
+                   'give this user write access to it or use another '
+                   'model_dir'),
+}
+_PATH_BEFORE_CAUSE = re.compile(r'(\S+?)[;:]? *(?:' + '|'.join(
+    re.escape(text) for text, _ in _CAUSES.values()) + ')')
+
+
+class StorageError(errors.TrainerError, OSError):
+  """model_dir's storage refused a write (space, quota, permission)."""
+
+  def __str__(self):
+    return self.strerror
+
+
+def _cause(error):
+  """(errno, the OS's text) of a refused write, or None."""
+  if isinstance(error, OSError) and not isinstance(error, StorageError) and (
+      error.errno in _CAUSES):
+    return error.errno, _CAUSES[error.errno][0]
+  if isinstance(error, tf.errors.OpError):
+    for number, (text, _) in _CAUSES.items():
+      if text in (error.message or ''):
+        return number, text
+  return None
+
+
+def _where(error, model_dir):
+  """The file or directory the refused write named (else model_dir)."""
+  if isinstance(error, OSError) and error.filename:
+    return os.fspath(error.filename)
+  match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
+  return match.group(1) if match else model_dir
+
+
+def _kept(model_dir):
+  path = checkpoint_files.latest_complete(model_dir)
+  if path is None:
+    return 'No checkpoint was written.'
+  return (f'The last complete checkpoint, {os.path.basename(path)}, is '
+          'kept and loads.')
+
+
+def write_failure(error, model_dir):
+  """StorageError for an error of a write the storage refused (space,
+  quota, read-only, permission); None for any other error."""
+  cause = _cause(error)
+  if cause is None or model_dir is None:
+    return None
+  number, text = cause
+  where = _where(error, model_dir)
+  return StorageError(
+      number,
+      f'cannot write to model_dir {model_dir}: {text} '
+      f'({errno.errorcode.get(number, number)}; writing {where}). '
+      f'{_kept(model_dir)} To continue, {_CAUSES[number][1]}, then run the '
+      'same command again.')
+
+
+@contextlib.contextmanager
+def reporting_write_failures(model_dir, clean_up=True):
+  """Inside the block, a write the storage refuses raises StorageError (see
+  write_failure); with `clean_up`, after removing the failed save's
+  temporary files from model_dir."""
+  try:
+    yield
+  except (tf.errors.OpError, OSError) as e:
+    failure = write_failure(e, model_dir)
+    if failure is None:
+      raise
+    if clean_up:
+      checkpoint_files.remove_temporary_files(model_dir)
+    raise failure from e
