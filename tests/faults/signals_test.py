@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -43,24 +44,48 @@ def test_a_nested_block_keeps_the_outer_request():
   assert not preemption.requested()
 
 
-_TWICE = textwrap.dedent('''
-    import os, signal, sys, time
+_BUSY = textwrap.dedent('''
+    import sys
     sys.path.insert(0, sys.argv[1])
+    import tensorflow as tf
     from trainer.guard import preemption
+
+    @tf.function
+    def busy(n):  # Seconds inside TensorFlow's C++, Python's handlers idle.
+      return tf.while_loop(lambda i, x: i < n,
+                           lambda i, x: (i + 1, tf.sin(x) + 1.0),
+                           [tf.constant(0), tf.constant(0.0)])
+
+    busy(tf.constant(10))
     with preemption.handling_signals():
-      os.kill(os.getpid(), signal.SIGINT)
-      time.sleep(0.1)
-      print('first handled', preemption.requested(), flush=True)
-      os.kill(os.getpid(), signal.SIGINT)
-      time.sleep(5)
-      print('still running', flush=True)
+      print('ready', flush=True)
+      busy(tf.constant(200_000))  # About 6 s.
+      print('finished the step; requested', preemption.requested(),
+            flush=True)
     ''')
 
 
-def test_a_second_sigint_ends_the_process_at_once():
-  result = subprocess.run(
-      [sys.executable, '-c', _TWICE, testutil.REPO_ROOT],
-      capture_output=True, text=True, timeout=testutil.HANG_TIMEOUT)
-  assert 'first handled True' in result.stdout
-  assert 'still running' not in result.stdout
-  assert result.returncode == -signal.SIGINT, result.stderr[-2000:]
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_ends_a_long_step_at_once(signum):
+  process = subprocess.Popen(
+      [sys.executable, '-c', _BUSY, testutil.REPO_ROOT],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  try:
+    assert process.stdout.readline().strip() == 'ready'
+    time.sleep(0.5)
+    process.send_signal(signum)  # Seen while the step runs in C++,
+    time.sleep(0.5)
+    assert process.poll() is None  # which goes on,
+    process.send_signal(signum)  # until the second.
+    sent = time.monotonic()
+    process.wait(timeout=testutil.HANG_TIMEOUT)
+    seconds = time.monotonic() - sent
+  finally:
+    if process.poll() is None:
+      process.kill()
+  stdout, stderr = process.communicate()
+  assert process.returncode == 128 + signum, stderr[-2000:]
+  assert 'finished the step' not in stdout
+  assert 'again: exiting at once' in stderr
+  assert seconds < 1.0, seconds

@@ -4,9 +4,9 @@ Inside `handling_signals()` the first SIGTERM or SIGINT only sets the flag:
 the runner finishes its current loop, writes a checkpoint at that step and
 returns; the controller then raises PreemptedError, which the entry point
 turns into exit status 128 + the signal (143 for SIGTERM, 130 for SIGINT).
-A second SIGTERM kills the process as usual; a second SIGINT ends it at
-once (the default action of SIGINT, not a KeyboardInterrupt that would wait
-for the running step).
+A second SIGTERM or SIGINT ends the process at once with the same status,
+also while the first waits for a long step inside TensorFlow (see
+_Watcher), without a checkpoint of the running step.
 
 Several workers (MultiWorkerMirroredStrategy): TensorFlow's coordination
 service installs a SIGTERM handler of its own (`preemption_notifier.cc:
@@ -22,7 +22,9 @@ launcher's guard) changes nothing, so the outer one sees every request.
 """
 
 import contextlib
+import os
 import signal
+import socket
 import threading
 
 from absl import logging
@@ -46,6 +48,16 @@ class PreemptedError(errors.TrainerError):
   def __init__(self, message, exit_status=EXIT_STATUS):
     super().__init__(message)
     self.exit_status = exit_status
+
+
+class StoppedBySignal(SystemExit):
+  """Ends an Estimator program whose training stopped on SIGTERM / SIGINT
+  with a checkpoint: its code is the signal's exit status, as the signal
+  would have ended the process; `message` says where to continue."""
+
+  def __init__(self, message, exit_status):
+    super().__init__(exit_status)
+    self.message = message
 
 
 def signal_name():
@@ -101,27 +113,82 @@ def _clear():
   del _received[:]
 
 
+def _note(signum):
+  """Records a received signal (no I/O: called from the signal handler)."""
+  if not _received:
+    _received.append(signum)
+  _requested.set()
+
+
+class _Watcher:
+  """Sees every SIGTERM / SIGINT as it arrives, through the wakeup fd of
+  Python's C-level handler, also while the main thread waits inside
+  TensorFlow (a session.run of a long step or TPU loop), where Python's
+  own handlers cannot run until it returns and a second signal would go
+  unnoticed: the first sets the flag, a second ends the process at once
+  with status 128 + that signal."""
+
+  def __init__(self):
+    self._reader, self._writer = socket.socketpair()
+    self._writer.setblocking(False)
+    self.previous_fd = signal.set_wakeup_fd(self._writer.fileno(),
+                                            warn_on_full_buffer=False)
+    self._thread = threading.Thread(target=self._watch, daemon=True,
+                                    name='trainer-signal-watcher')
+    self._thread.start()
+
+  def _watch(self):
+    seen = 0
+    while True:
+      try:
+        data = self._reader.recv(64)
+      except OSError:
+        return
+      if not data:
+        return
+      for signum in data:
+        if signum not in _NAMES:
+          continue
+        seen += 1
+        if seen == 1:
+          _note(signum)
+          continue
+        os.write(2, (f'{_NAMES[signum]} again: exiting at once, without a '
+                     'checkpoint of the running step (the latest checkpoint '
+                     'stays).\n').encode())
+        os._exit(128 + signum)  # pylint: disable=protected-access
+
+  def close(self):
+    signal.set_wakeup_fd(self.previous_fd)
+    self._writer.close()
+    self._reader.shutdown(socket.SHUT_RDWR)
+    self._thread.join(timeout=5)
+    self._reader.close()
+
+
 @contextlib.contextmanager
 def handling_signals():
-  """Inside the block, SIGTERM and SIGINT set the flag instead of killing.
-  Nested blocks and blocks off the main thread (where Python cannot set
-  handlers) change nothing."""
+  """Inside the block, SIGTERM and SIGINT set the flag instead of killing;
+  a second one ends the process at once. Nested blocks and blocks off the
+  main thread (where Python cannot set handlers) change nothing."""
   if _handlers or threading.current_thread() is not threading.main_thread():
     yield
     return
   previous = {s: signal.getsignal(s) or signal.SIG_DFL for s in _SIGNALS}
+  watcher = _Watcher()
+  if watcher.previous_fd != -1:  # The program's own (asyncio's) wakeup fd.
+    watcher.close()
+    watcher = None
 
   def handler(signum, frame):
     # No I/O here: the signal may arrive while the main thread writes a log
     # line, and a write from the handler would then raise inside it (and
     # logging would swallow that error, losing the request).
     del frame
-    if not _received:
-      _received.append(signum)
-    _requested.set()
-    # A second SIGTERM acts as before; a second SIGINT ends the process now.
-    signal.signal(signum, signal.SIG_DFL if signum == signal.SIGINT
-                  else previous[signum])
+    _note(signum)
+    if watcher is None:  # The second signal: SIGINT's default action now.
+      signal.signal(signum, signal.SIG_DFL if signum == signal.SIGINT
+                    else previous[signum])
 
   _clear()
   _handlers.append({s: handler for s in _SIGNALS})
@@ -133,6 +200,8 @@ def handling_signals():
     _handlers.pop()
     for signum, old in previous.items():
       signal.signal(signum, old)
+    if watcher is not None:
+      watcher.close()
     _clear()  # Later runs in this process are not stopped.
 
 

@@ -9,6 +9,7 @@ and what to do, and which complete checkpoint is kept; `reporting_write_
 failures(model_dir)` raises it in place of such an error, after removing
 the temporary files of the failed save (a failed save never replaces the
 `checkpoint` state, so the previous checkpoint stays the latest).
+Nothing is deleted but temporary files.
 """
 
 import contextlib
@@ -20,6 +21,7 @@ import tensorflow as tf
 
 from trainer.api import errors
 from trainer.guard import checkpoint_files
+from trainer.guard import checkpoint_recovery
 
 # errno -> (what the OS says, what to do about it).
 _CAUSES = {
@@ -92,16 +94,21 @@ def write_failure(error, model_dir):
 
 
 @contextlib.contextmanager
-def reporting_write_failures(model_dir, clean_up=True):
+def reporting_write_failures(model_dir, owner=True):
   """Inside the block, a write the storage refuses raises StorageError (see
-  write_failure); with `clean_up`, after removing the failed save's
-  temporary files from model_dir."""
+  write_failure). The `owner` of model_dir (the lock's holder) first
+  removes what the failed save left (checkpoint_recovery.recover: its
+  temporary files; a checkpoint it cut short is moved aside)."""
   try:
     yield
   except (tf.errors.OpError, OSError) as e:
     failure = write_failure(e, model_dir)
     if failure is None:
       raise
-    if clean_up:
-      checkpoint_files.remove_temporary_files(model_dir)
+    if owner:
+      try:
+        checkpoint_recovery.recover(model_dir)
+      except (tf.errors.OpError, OSError):
+        checkpoint_files.remove_temporary_files(model_dir)
+      failure = write_failure(e, model_dir)  # What is kept, after it.
     raise failure from e

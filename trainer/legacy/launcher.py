@@ -6,7 +6,10 @@
 Launcher flags come before the program; everything after the program is its
 own command line (sys.argv as `python their_main.py ...` would give it, the
 script's directory first on sys.path), parsed by its own absl flags and
-app.run. On TensorFlow without Estimator (>= 2.16) the Estimator facade is
+app.run. The program's Estimator.train / evaluate get the trainer's
+guarantees (trainer/guard/estimator_guard.py): one writer per model_dir,
+recovery of an interrupted save, a checkpoint and exit 143 / 130 on
+SIGTERM / SIGINT, one error line for a full or read-only model_dir. On TensorFlow without Estimator (>= 2.16) the Estimator facade is
 installed first (tf-keras selected as Keras 2 when installed, before
 TensorFlow is imported); on TF <= 2.15 nothing changes, so the same command
 gives the real TPUEstimator's reference run. --cpu_fallback works on both.
@@ -17,6 +20,7 @@ import importlib.util
 import json
 import os
 import runpy
+import signal
 import sys
 
 from trainer import startup
@@ -121,6 +125,18 @@ def _prepare(cpu_fallback, peer_timeout_secs):
   if cpu_fallback:
     cluster.install_fallback()
   _configure_peers(peer_timeout_secs)
+  _install_guard()
+
+
+def _install_guard():
+  """The trainer's guarantees for the program's Estimator.train / evaluate
+  (trainer/guard/estimator_guard.py): the model_dir lock, recovery of an
+  interrupted save, a checkpoint and exit 143 / 130 on SIGTERM / SIGINT,
+  one error for a write the storage refuses."""
+  # pylint: disable=g-import-not-at-top  (after TensorFlow's set-up)
+  from trainer.compat import estimator_wrappers
+  from trainer.guard import estimator_guard
+  estimator_wrappers.install(estimator_guard.train, estimator_guard.evaluate)
 
 
 def _configure_peers(timeout_secs):
@@ -171,4 +187,13 @@ def main(argv):
   except errors.TrainerError as e:  # Its message says what to do.
     print(f'trainer.legacy: error: {e}', file=sys.stderr)
     return 1
+  except SystemExit as e:
+    message = getattr(e, 'message', None)  # preemption.StoppedBySignal
+    if message:
+      print(f'trainer.legacy: {message}', file=sys.stderr)
+    raise
+  except KeyboardInterrupt:  # Ctrl-C outside training: nothing to save.
+    print('trainer.legacy: interrupted (SIGINT) outside training: nothing '
+          'was being trained; run the same command again.', file=sys.stderr)
+    return 128 + signal.SIGINT
   return 0
