@@ -24,6 +24,7 @@ from absl import flags
 from absl import logging
 
 import flags as trainer_flags
+from input_fn import corrupt_records
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
@@ -79,6 +80,8 @@ def _main(argv):
     serving_input_fn = params['serving_input_fn'] and (
         registry.resolve_serving_input_fn(params['serving_input_fn']))
     extra = run_guard.check_inputs(params)  # Before any graph is built.
+  except corrupt_records.CorruptRecordError as e:  # Names file and offset.
+    raise SystemExit(f'error: {e}') from e
   except ValueError as e:  # A flag at fault: its name and value are said.
     raise SystemExit(f'FATAL Flags parsing error: {e}') from e
   if config.model_dir is None:

@@ -93,7 +93,9 @@ _LOG_LINE = re.compile(
     r'(INFO|WARNING|ERROR|DEBUG|CRITICAL):[\w.]+:|'  # Python logging
     r'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |'  # TensorFlow's C++
     r'WARNING: All log messages before absl::InitializeLog|'
-    r'\S+\.py:\d+: \w*Warning: )')  # Python warnings
+    r'\S+\.py:\d+: \w*Warning: |'  # Python warnings
+    # The launcher's notes: what it runs on, and what a flag changed.
+    r'trainer\.legacy: (TensorFlow \d|--cpu_fallback|--skip_corrupt))')
 
 
 def message_lines(stderr):
@@ -140,6 +142,8 @@ def assert_every_checkpoint_loads(model_dir):
 def leftovers(model_dir):
   """Temporary files of saves left in model_dir (_temp, .tempstate, state
   temp files)."""
+  if not os.path.isdir(model_dir):
+    return []
   return [n for n in os.listdir(model_dir)
           if re.search(r'(_temp|\.tempstate\d+|\.tmp[0-9a-f]{32})$', n)]
 
@@ -182,3 +186,108 @@ def read_only_dir():
       subprocess.run(['umount', '-l', path], check=False)
     os.chmod(path, 0o755)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def wait_for_after(process, log_path, pattern, offset=0,
+                   timeout=testutil.HANG_TIMEOUT):
+  """Blocks until log_path, from byte `offset` on, matches `pattern`;
+  the match's end offset (in the whole log). AssertionError with the log's
+  tail if the process ends first."""
+  regex = re.compile(pattern, re.M)
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    with open(log_path) as f:
+      text = f.read()
+    match = regex.search(text, offset)
+    if match:
+      return match.end()
+    if process.poll() is not None:
+      raise AssertionError(f'exited {process.returncode} before logging '
+                           f'{pattern!r}:\n{text[-3000:]}')
+    time.sleep(0.005)
+  raise AssertionError(f'no {pattern!r} within {timeout} s: it hangs')
+
+
+def latest_step(model_dir):
+  """The step of model_dir's latest checkpoint (0 without one)."""
+  path = tf.train.latest_checkpoint(str(model_dir))
+  return int(path.rsplit('-', 1)[1]) if path else 0
+
+
+class Record:
+  """Measured outcomes, for the closing table: appended as JSON lines to
+  $FAULTS_REPORT when it is set."""
+
+  def __init__(self, path):
+    self.path = path
+
+  def add(self, case, returncode, seconds, message, nothing_lost):
+    target = os.environ.get('FAULTS_REPORT')
+    if not target:
+      return
+    import json  # pylint: disable=g-import-not-at-top
+    with open(target, 'a') as f:
+      f.write(json.dumps({
+          'case': case, 'path': self.path, 'lane': tf.__version__,
+          'exit': returncode, 'seconds': round(seconds, 1),
+          'message': message, 'nothing_lost': nothing_lost}) + '\n')
+
+
+class Path:
+  """One way users run training: the command for a model_dir and data_dir,
+  the log lines that mark its moments, and its final metrics."""
+
+  def __init__(self, name, command, moments, final_pattern):
+    self.name = name
+    self._command = command
+    self.moments = moments  # {moment: regex of the line that starts it}
+    self._final = re.compile(final_pattern, re.M)
+
+  def command(self, model_dir, data_dir, *extra, train_steps=400):
+    return self._command(str(model_dir), str(data_dir), train_steps,
+                         list(extra))
+
+  def final_metrics(self, stdout):
+    """{name: float} of the run's final evaluation on stdout."""
+    found = {m.group(1): float(m.group(2))
+             for m in self._final.finditer(stdout)}
+    assert 'loss' in found, f'no final metrics on stdout:\n{stdout[-2000:]}'
+    return found
+
+
+def _launcher(model_dir, data_dir, train_steps, extra):
+  return launcher_command(
+      [f'--model_dir={model_dir}', f'--data_dir={data_dir}',
+       '--mode=train_and_evaluate', f'--train_steps={train_steps}',
+       '--save_steps=50'] + extra)
+
+
+def _main(model_dir, data_dir, train_steps, extra):
+  return main_command(
+      ['--verbosity=0', f'--model_dir={model_dir}', f'--data_dir={data_dir}',
+       '--mode=train_and_evaluate', f'--train_steps={train_steps}',
+       '--steps_per_eval=100', '--save_checkpoints_steps=50',
+       f'--train_batch_size={BATCH}', f'--eval_batch_size={BATCH}',
+       '--eval_steps=2', '--mlp_hidden_units=16', '--augmentation=none',
+       '--iterations_per_loop=10', '--seed=1'] + extra)
+
+
+LAUNCHER = Path(
+    'launcher', _launcher,
+    {'start-up': r'trainer\.legacy: TensorFlow',
+     'mid-step': r'global_step/sec',
+     'mid-save': r'Saving checkpoints for [1-9]\d* into',
+     'mid-eval': r'Starting evaluation at',
+     'mid-export': r'Signatures INCLUDED in export'},
+    r'\b(global_step|loss|accuracy)=([\d.]+)')
+MAIN = Path(
+    'main', _main,
+    {'start-up': r'Runner: ',
+     'mid-step': r'train \| step: \d+',
+     'mid-save': r'Saving checkpoints for [1-9]\d* into',
+     # An evaluation restores the checkpoint its training segment saved.
+     'mid-eval': r'Saving checkpoints for [1-9]\d*00 into[^\n]*\n(?:.*\n)*?'
+                 r'.*Restor',
+     'mid-export': r'Signatures INCLUDED in export|Restoring parameters'},
+    r'^(global_step|loss|top_1_accuracy): ([\d.]+)$')
+PATHS = {p.name: p for p in (LAUNCHER, MAIN)}

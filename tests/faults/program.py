@@ -31,6 +31,8 @@ flags.DEFINE_integer('batch_size', 16, 'Global batch.')
 flags.DEFINE_integer('eval_steps', 2, 'Evaluation batches.')
 flags.DEFINE_integer('iterations_per_loop', 10, 'Steps per TPU loop.')
 flags.DEFINE_string('export_dir', None, 'Where SavedModels go.')
+flags.DEFINE_float('ballast_mb', 0, 'MB of a variable training leaves '
+                   'alone (as a large embedding table): bigger checkpoints.')
 
 
 def _parse(serialized):
@@ -58,6 +60,9 @@ def model_fn(features, labels, mode, params):
     b1 = tf.get_variable('hidden/bias', [16], initializer=tf.zeros_initializer())
     w2 = tf.get_variable('logits/kernel', [16, 10])
     b2 = tf.get_variable('logits/bias', [10], initializer=tf.zeros_initializer())
+    if FLAGS.ballast_mb:
+      tf.get_variable('ballast', [int(FLAGS.ballast_mb * (1 << 18))],
+                      initializer=tf.ones_initializer(), trainable=False)
   logits = tf.matmul(tf.nn.relu(tf.matmul(features['image'], w1) + b1),
                      w2) + b2
   if mode == tf.estimator.ModeKeys.PREDICT:

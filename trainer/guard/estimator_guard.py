@@ -44,8 +44,9 @@ def train(estimator, run):
   config = estimator.config
   writer = bool(config.is_chief)
   if writer:
-    lock.hold(model_dir)
-    checkpoint_recovery.recover(model_dir, config.keep_checkpoint_max)
+    with storage.reporting_write_failures(model_dir, owner=False):
+      lock.hold(model_dir)
+      checkpoint_recovery.recover(model_dir, config.keep_checkpoint_max)
   with preemption.handling_signals():
     try:
       with storage.reporting_write_failures(model_dir, owner=writer):
@@ -64,10 +65,13 @@ def evaluate(estimator, run, checkpoint_path=None):
   hooks, as the module docstring says; returns what it returns."""
   model_dir = estimator.model_dir
   config = estimator.config
-  if checkpoint_path is None and config.is_chief and (
-      not lock.held_here(model_dir)):
-    with lock.holding_briefly(model_dir) as holding:
-      if holding:
-        checkpoint_recovery.recover(model_dir, config.keep_checkpoint_max)
+  # Inside training (train_and_evaluate's evaluation after a checkpoint):
+  # stopping, so no evaluation starts.
+  preemption.raise_if_requested(_latest_step(model_dir), model_dir)
   with storage.reporting_write_failures(model_dir, owner=False):
+    if checkpoint_path is None and config.is_chief and (
+        not lock.held_here(model_dir)):
+      with lock.holding_briefly(model_dir) as holding:
+        if holding:
+          checkpoint_recovery.recover(model_dir, config.keep_checkpoint_max)
     return run([session_hooks.AbortOnSignalHook(model_dir)])

@@ -8,7 +8,9 @@ system`). `write_failure(error, model_dir)` names the directory, the cause
 and what to do, and which complete checkpoint is kept; `reporting_write_
 failures(model_dir)` raises it in place of such an error, after removing
 the temporary files of the failed save (a failed save never replaces the
-`checkpoint` state, so the previous checkpoint stays the latest).
+`checkpoint` state, so the previous checkpoint stays the latest). A
+gs:// model_dir out of reach (no network) is one such error too, after
+TensorFlow's own retries (about 20 s).
 Nothing is deleted but temporary files.
 """
 
@@ -42,6 +44,13 @@ _PATH_BEFORE_CAUSE = re.compile(r'(\S+?)[;:]? *(?:' + '|'.join(
     re.escape(text) for text, _ in _CAUSES.values()) + ')')
 
 
+# What TensorFlow's file systems say when the storage service is out of
+# reach (gs:// without network or DNS, a proxy that refuses).
+_UNREACHABLE = ('Error executing an HTTP request', 'Could not resolve host',
+                "Couldn't connect to server", 'Timeout was reached',
+                'Failed to connect')
+
+
 class StorageError(errors.TrainerError, OSError):
   """model_dir's storage refused a write (space, quota, permission)."""
 
@@ -62,11 +71,16 @@ def _cause(error):
 
 
 def _where(error, model_dir):
-  """The file or directory the refused write named (else model_dir)."""
+  """What was being written: 'saving checkpoint NAME', or the file or
+  directory the refused write named (else model_dir)."""
   if isinstance(error, OSError) and error.filename:
-    return os.fspath(error.filename)
-  match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
-  return match.group(1) if match else model_dir
+    path = os.fspath(error.filename)
+  else:
+    match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
+    path = match.group(1) if match else model_dir
+  saving = re.search(r'([^/]+)_temp/', path)
+  return f'saving checkpoint {saving.group(1)}' if saving else (
+      f'writing {path}')
 
 
 def _kept(model_dir):
@@ -75,6 +89,23 @@ def _kept(model_dir):
     return 'No checkpoint was written.'
   return (f'The last complete checkpoint, {os.path.basename(path)}, is '
           'kept and loads.')
+
+
+def unreachable(error, model_dir):
+  """StorageError for an error saying model_dir's storage service cannot be
+  reached (a gs:// model_dir without network); None for any other."""
+  if not isinstance(error, tf.errors.OpError) or model_dir is None:
+    return None
+  message = error.message or ''
+  if not any(sign in message for sign in _UNREACHABLE):
+    return None
+  detail = re.sub(r'\s+', ' ', message.split(' when ')[0]).strip()
+  return StorageError(
+      errno.EHOSTUNREACH,
+      f'cannot reach model_dir {model_dir}: {detail}. Check the network '
+      'and the credentials for this storage (for gs://: gcloud auth '
+      'application-default login, or GOOGLE_APPLICATION_CREDENTIALS), or '
+      'use a local model_dir.')
 
 
 def write_failure(error, model_dir):
@@ -88,7 +119,7 @@ def write_failure(error, model_dir):
   return StorageError(
       number,
       f'cannot write to model_dir {model_dir}: {text} '
-      f'({errno.errorcode.get(number, number)}; writing {where}). '
+      f'({errno.errorcode.get(number, number)}, {where}). '
       f'{_kept(model_dir)} To continue, {_CAUSES[number][1]}, then run the '
       'same command again.')
 
@@ -96,12 +127,15 @@ def write_failure(error, model_dir):
 @contextlib.contextmanager
 def reporting_write_failures(model_dir, owner=True):
   """Inside the block, a write the storage refuses raises StorageError (see
-  write_failure). The `owner` of model_dir (the lock's holder) first
+  write_failure), as does storage out of reach (see unreachable). The `owner` of model_dir (the lock's holder) first
   removes what the failed save left (checkpoint_recovery.recover: its
   temporary files; a checkpoint it cut short is moved aside)."""
   try:
     yield
   except (tf.errors.OpError, OSError) as e:
+    failure = unreachable(e, model_dir)
+    if failure is not None:
+      raise failure from e
     failure = write_failure(e, model_dir)
     if failure is None:
       raise

@@ -16,6 +16,7 @@ gives the real TPUEstimator's reference run. --cpu_fallback works on both.
 """
 
 import collections
+import functools
 import importlib.util
 import json
 import os
@@ -28,6 +29,7 @@ from trainer.api import errors
 
 USAGE = """\
 usage: python -m trainer.legacy [--cpu_fallback] [--peer_timeout_secs=N]
+                               [--skip_corrupt_records]
                                (PROGRAM.py | -m MODULE) [ARGS...]
 
 Runs a legacy tf.estimator / TPUEstimator program unchanged; on TensorFlow
@@ -40,13 +42,17 @@ launcher flags (before the program):
                   a TF_CONFIG job of chief/workers (MultiWorkerMirrored-
                   Strategy): a worker silent for N s counts as lost and the
                   others stop with an error naming it (default 10)
+  --skip_corrupt_records
+                  read TFRecord files cut inside a record up to the cut (by
+                  default such a file is refused, naming it and the offset)
   -h, --help      this message
 """
 DEFAULT_PEER_TIMEOUT_SECS = 10
 
 # What parse() found: launcher options, then the program and its argv.
 Launch = collections.namedtuple(
-    'Launch', 'cpu_fallback kind target program_args peer_timeout_secs')
+    'Launch', 'cpu_fallback kind target program_args peer_timeout_secs '
+    'skip_corrupt_records', defaults=(False,))
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # From a clone, the repository root stays importable once sys.path[0] is the
@@ -68,6 +74,7 @@ def parse(argv):
   """
   args = list(argv[1:])
   cpu_fallback = False
+  skip = False
   peer_timeout = DEFAULT_PEER_TIMEOUT_SECS
   i = 0
   while i < len(args):
@@ -79,6 +86,9 @@ def parse(argv):
     elif arg in ('--nocpu_fallback', '--cpu_fallback=false',
                  '--cpu_fallback=0'):
       cpu_fallback = False
+    elif arg in ('--skip_corrupt_records', '--skip_corrupt_records=true',
+                 '--skip_corrupt_records=1'):
+      skip = True
     elif arg.startswith('--peer_timeout_secs='):
       value = arg.split('=', 1)[1]
       if not value.isdigit():
@@ -89,14 +99,15 @@ def parse(argv):
       if i + 1 >= len(args):
         raise UsageError('-m needs a module name (-m their.package.main).')
       return Launch(cpu_fallback, 'module', args[i + 1], args[i + 2:],
-                    peer_timeout)
+                    peer_timeout, skip)
     elif arg.startswith('-'):
       raise UsageError(
           f'unknown launcher flag {arg!r}; launcher flags (--cpu_fallback, '
-          '--peer_timeout_secs) come before the program, the program\'s own '
-          'flags after it.')
+          '--peer_timeout_secs, --skip_corrupt_records) come before the '
+          'program, the program\'s own flags after it.')
     else:
-      return Launch(cpu_fallback, 'path', arg, args[i + 1:], peer_timeout)
+      return Launch(cpu_fallback, 'path', arg, args[i + 1:], peer_timeout,
+                    skip)
     i += 1
   raise UsageError('no program given: name a script (their_main.py) or a '
                    'module (-m their.package.main).')
@@ -106,7 +117,7 @@ def _say(message):
   print(f'trainer.legacy: {message}', file=sys.stderr, flush=True)
 
 
-def _prepare(cpu_fallback, peer_timeout_secs):
+def _prepare(cpu_fallback, peer_timeout_secs, skip_corrupt_records=False):
   """Installs the facade (TF >= 2.16), --cpu_fallback and the peer timeout
   of a chief/worker job; says what it did."""
   startup.select_keras()
@@ -125,18 +136,45 @@ def _prepare(cpu_fallback, peer_timeout_secs):
   if cpu_fallback:
     cluster.install_fallback()
   _configure_peers(peer_timeout_secs)
-  _install_guard()
+  _install_guard(skip_corrupt_records)
 
 
-def _install_guard():
+def _install_guard(skip_corrupt_records):
   """The trainer's guarantees for the program's Estimator.train / evaluate
   (trainer/guard/estimator_guard.py): the model_dir lock, recovery of an
   interrupted save, a checkpoint and exit 143 / 130 on SIGTERM / SIGINT,
-  one error for a write the storage refuses."""
+  one error for a write the storage refuses; the program's TFRecord files
+  are checked for a cut inside a record."""
   # pylint: disable=g-import-not-at-top  (after TensorFlow's set-up)
   from trainer.compat import estimator_wrappers
+  from trainer.compat import tfrecord_checks
   from trainer.guard import estimator_guard
   estimator_wrappers.install(estimator_guard.train, estimator_guard.evaluate)
+  tfrecord_checks.install(functools.partial(_check_tfrecord_file,
+                                            skip=skip_corrupt_records))
+
+
+def _check_tfrecord_file(path, skip):
+  """Refuses a local TFRecord file cut inside a record (TensorFlow would
+  read it up to the cut without a word), naming it and the offset; with
+  --skip_corrupt_records, says so and lets it be read."""
+  from input_fn import corrupt_records  # pylint: disable=g-import-not-at-top
+  from input_fn import record_framing  # pylint: disable=g-import-not-at-top
+  if not record_framing.is_checkable(path):
+    return
+  try:
+    cut = record_framing.find_cut(path)
+  except FileNotFoundError:
+    return  # TensorFlow's own error names it (see _check_data_file).
+  if cut is None:
+    return
+  if skip:
+    _say(f'--skip_corrupt_records: {record_framing.describe(cut)}; the '
+         'program reads the records before the cut.')
+    return
+  raise corrupt_records.truncated_files_error(
+      [cut], flag='--skip_corrupt_records to the launcher (before the '
+      'program)')
 
 
 def _configure_peers(timeout_secs):
@@ -173,19 +211,35 @@ def _run(kind, target, program_args):
   runpy.run_module(target, run_name='__main__', alter_sys=True)
 
 
+def _check_failure(error):
+  """The message of a launcher check that failed inside TensorFlow (a
+  TFRecord file checked as it was opened), else None."""
+  if 'tensorflow' not in sys.modules:
+    return None
+  from trainer.compat import tfrecord_checks  # pylint: disable=g-import-not-at-top
+  return tfrecord_checks.raised_by_check(error)
+
+
 def main(argv):
   """Runs the program argv names; returns an exit status (2: usage error)."""
   try:
     launch = parse(argv)
     if launch.kind == 'path' and not os.path.isfile(launch.target):
       raise UsageError(f'program file {launch.target} does not exist.')
-    _prepare(launch.cpu_fallback, launch.peer_timeout_secs)
+    _prepare(launch.cpu_fallback, launch.peer_timeout_secs,
+             launch.skip_corrupt_records)
     _run(launch.kind, launch.target, launch.program_args)
   except UsageError as e:
     print(f'trainer.legacy: error: {e}\n{USAGE}', file=sys.stderr, end='')
     return 2
   except errors.TrainerError as e:  # Its message says what to do.
     print(f'trainer.legacy: error: {e}', file=sys.stderr)
+    return 1
+  except Exception as e:  # pylint: disable=broad-except
+    checked = _check_failure(e)
+    if checked is None:
+      raise
+    print(f'trainer.legacy: error: {checked}', file=sys.stderr)
     return 1
   except SystemExit as e:
     message = getattr(e, 'message', None)  # preemption.StoppedBySignal
