@@ -89,7 +89,7 @@ def finish(process, timeout=testutil.HANG_TIMEOUT):
 
 
 _LOG_LINE = re.compile(
-    r'^([IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] |'  # absl
+    r'^([IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] |'  # absl (Python and C++)
     r'(INFO|WARNING|ERROR|DEBUG|CRITICAL):[\w.]+:|'  # Python logging
     r'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |'  # TensorFlow's C++
     r'WARNING: All log messages before absl::InitializeLog|'
@@ -98,17 +98,24 @@ _LOG_LINE = re.compile(
     r'trainer\.legacy: (TensorFlow \d|--cpu_fallback|--skip_corrupt))')
 
 
+# Lines that start what the user reads as the outcome, never part of a log
+# record: the entry points' own messages and a Python traceback.
+_OUTCOME = re.compile(r'^(error: |trainer\.legacy: |preempted: |'
+                      r'interrupted|FATAL |Traceback |usage: |\w+Error: )')
+
+
 def message_lines(stderr):
-  """stderr's lines that no logger wrote: what a user reads as the
-  outcome (log records' continuation lines, indented, are left out)."""
+  """stderr's lines that no logger wrote: what a user reads as the outcome.
+  A log record's continuation lines (TF's deprecation notices, multi-line
+  values) are left out; an outcome line (an entry point's `error: `, a
+  traceback) always counts."""
   lines = []
   in_record = False
   for line in stderr.splitlines():
     if _LOG_LINE.match(line):
       in_record = True
       continue
-    if in_record and (line.startswith((' ', '\t', '}', ']', ')', ',', "'"))
-                      or not line.strip()):
+    if in_record and not _OUTCOME.match(line):
       continue
     in_record = False
     lines.append(line)

@@ -78,7 +78,8 @@ def _where(error, model_dir):
   else:
     match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
     path = match.group(1) if match else model_dir
-  saving = re.search(r'([^/]+)_temp/', path)
+  saving = (re.search(r'([^/]+)_temp/', path) or
+            re.search(r'([^/]+-\d+)\.(?:index|data-\d{5}-of-\d{5})', path))
   return f'saving checkpoint {saving.group(1)}' if saving else (
       f'writing {path}')
 

@@ -37,7 +37,9 @@ without Estimator (>= 2.16) its Estimator calls run on the tf2 runner.
 
 launcher flags (before the program):
   --cpu_fallback  a TPUClusterResolver that finds no TPU means "no TPU": the
-                  program runs on CPU/GPU (logged) instead of failing
+                  program runs on CPU/GPU (logged) instead of failing, as
+                  on a TPU of one core (cross_replica_sum, which its
+                  CrossShardOptimizer calls, is the identity)
   --peer_timeout_secs=N
                   a TF_CONFIG job of chief/workers (MultiWorkerMirrored-
                   Strategy): a worker silent for N s counts as lost and the
@@ -135,6 +137,8 @@ def _prepare(cpu_fallback, peer_timeout_secs, skip_corrupt_records=False):
          'Estimator unchanged.')
   if cpu_fallback:
     cluster.install_fallback()
+    from trainer.compat import one_replica_tpu_ops  # pylint: disable=g-import-not-at-top
+    one_replica_tpu_ops.install()
   _configure_peers(peer_timeout_secs)
   _install_guard(skip_corrupt_records)
 
