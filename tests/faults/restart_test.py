@@ -1,7 +1,8 @@
 """Signals and kills at every moment of a run, on both paths, each followed
 by a restart: exit status and message, a checkpoint at the step a signal
 stopped, every checkpoint left loads, the latest never goes back, and the
-last restart ends where an uninterrupted run ends, with the same metrics.
+last restart ends where an uninterrupted run ends, with the same metrics;
+a run after a SIGKILL takes over the killed run's stale lock, saying so.
 
 Each moment is found by the log line that starts it (faultutil.Path.
 moments), plus a random delay of up to 20 ms; the seed is printed
@@ -36,7 +37,7 @@ _STOPPED = re.compile(r'(Preempted \(SIGTERM\)|Interrupted \(SIGINT\)): '
 
 def _interrupt(path, model_dir, data_dir, log, moment, signals, rng):
   """Starts a run, signals it at `moment`; (exit status, seconds from the
-  first signal to the exit, the run's log)."""
+  first signal to the exit, the run's log, its pid)."""
   process = faultutil.start(path.command(model_dir, data_dir), log)
   try:
     faultutil.wait_for_after(process, log, path.moments[moment])
@@ -51,7 +52,7 @@ def _interrupt(path, model_dir, data_dir, log, moment, signals, rng):
     if process.poll() is None:
       process.kill()
   with open(log) as f:
-    return status, time.monotonic() - sent, f.read()
+    return status, time.monotonic() - sent, f.read(), process.pid
 
 
 @pytest.mark.parametrize('path_name', ['launcher', 'main'])
@@ -67,11 +68,16 @@ def test_signals_and_kills_then_restart(path_name, fault_data, reference,
     chain.append(('SIGKILL mid-export', 'mid-export', [signal.SIGKILL],
                   -signal.SIGKILL))
   latest = 0
+  killed = None  # The pid of a run SIGKILLed while it held the lock.
   for i, (case, moment, signals, expected_status) in enumerate(chain):
-    status, seconds, log = _interrupt(path, model_dir, fault_data,
-                                      str(tmp_path / f'run{i}.log'), moment,
-                                      signals, rng)
+    status, seconds, log, pid = _interrupt(path, model_dir, fault_data,
+                                           str(tmp_path / f'run{i}.log'),
+                                           moment, signals, rng)
     assert status == expected_status, f'{case}: exit {status}\n{log[-3000:]}'
+    if killed:  # Its lock record is stale: taken over, with a warning.
+      assert f'taking over the lock left by pid {killed} ' in log, case
+    killed = pid if moment != 'start-up' and (
+        signals == [signal.SIGKILL]) else None
     message = ''
     if expected_status > 0:
       stopped = _STOPPED.search(log)
@@ -90,6 +96,8 @@ def test_signals_and_kills_then_restart(path_name, fault_data, reference,
 
   result, seconds = faultutil.run(path.command(model_dir, fault_data))
   assert result.returncode == 0, result.stderr[-3000:]
+  if killed:
+    assert f'taking over the lock left by pid {killed} ' in result.stderr
   assert faultutil.latest_step(model_dir) == 400
   assert not faultutil.leftovers(model_dir)
   faultutil.assert_every_checkpoint_loads(model_dir)
