@@ -15,6 +15,7 @@ import collections
 import os
 import struct
 
+from trainer.api import errors
 from trainer.compat import record_reader
 
 _HEADER_BYTES = 12  # uint64 length + uint32 masked CRC of the length.
@@ -26,6 +27,23 @@ Cut.__doc__ = """A file cut short: the record starting at byte `offset` of
 its `size` bytes needs `record_bytes`; `records` complete ones precede it."""
 
 _checked = {}  # (path, size, mtime) -> Cut or None.
+
+
+class DanglingLinkError(errors.TrainerError, FileNotFoundError):
+  """A data file is a symbolic link to nothing."""
+
+  def __str__(self):
+    return self.strerror
+
+
+def check_target(path, what='TFRecord file'):
+  """DanglingLinkError if local file `path` is a symbolic link whose target
+  does not exist (a glob lists it; reading it fails mid-run)."""
+  if is_checkable(path) and os.path.islink(path) and not os.path.exists(
+      path):
+    raise DanglingLinkError(
+        2, f'{what} {path} is a symbolic link to {os.readlink(path)}, which '
+        'does not exist: fix the link or remove it.')
 
 
 def is_checkable(path):

@@ -42,6 +42,8 @@ def list_files(params, training):
         'GOOGLE_APPLICATION_CREDENTIALS).') from e
   if not files:
     raise ValueError(f'--data_dir: no files match {pattern}.')
+  for path in files:
+    record_framing.check_target(path, what='--data_dir: file')
   return files
 
 

@@ -14,6 +14,8 @@ from trainer import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
+  if startup.missing_keras():
+    sys.exit(f'error: {startup.missing_keras()}')
 
 import logging as logging_lib
 import signal
@@ -25,11 +27,13 @@ from absl import logging
 
 import flags as trainer_flags
 from input_fn import corrupt_records
+from input_fn import record_framing
 from trainer import params as params_lib
 from trainer import registry
 from trainer import runners
 from trainer import user_flags
 from trainer.api import errors
+from trainer.compat import estimator_calls
 from trainer.guard import preemption
 from trainer.guard import run_guard
 from trainer.legacy import install as facade
@@ -80,7 +84,8 @@ def _main(argv):
     serving_input_fn = params['serving_input_fn'] and (
         registry.resolve_serving_input_fn(params['serving_input_fn']))
     extra = run_guard.check_inputs(params)  # Before any graph is built.
-  except corrupt_records.CorruptRecordError as e:  # Names file and offset.
+  except (corrupt_records.CorruptRecordError,  # Name the file (and offset).
+          record_framing.DanglingLinkError) as e:
     raise SystemExit(f'error: {e}') from e
   except ValueError as e:  # A flag at fault: its name and value are said.
     raise SystemExit(f'FATAL Flags parsing error: {e}') from e
@@ -100,6 +105,8 @@ def _main(argv):
     raise SystemExit(e.exit_status) from e
   except errors.TrainerError as e:  # Its message says what to do.
     logging.error('%s', e)
+    raise SystemExit(f'error: {e}') from e
+  except estimator_calls.ModelFnResultError as e:  # A known misuse.
     raise SystemExit(f'error: {e}') from e
   for key, value in result.items():
     print(f'{key}: {value}')

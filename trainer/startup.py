@@ -12,6 +12,8 @@ library modules change nothing when imported.
     TF's Python logger at warnings without deprecation notices
     (`quiet_tensorflow_logger()` again after anything that resets it). What a user reads stays: the entry point's own
     lines (start-up summary, one progress line per loop, results, warnings).
+  * `missing_keras()`: what to install when TF >= 2.16 lacks tf-keras,
+    said in one line before an import fails deep inside the project.
 """
 
 import importlib.metadata
@@ -42,6 +44,24 @@ def select_keras():
   if 'TF_USE_LEGACY_KERAS' not in os.environ and (
       importlib.util.find_spec('tf_keras') is not None):
     os.environ['TF_USE_LEGACY_KERAS'] = '1'
+
+
+def missing_keras():
+  """What to install when this TensorFlow (>= 2.16) has no Keras 2 for
+  legacy model code (tf-keras, the project's tfNNN extra) and tf-keras is
+  not installed; None when nothing is missing. Reads package metadata
+  only, before TensorFlow is imported."""
+  version = _tensorflow_version()
+  if version is None or version < (2, 16):
+    return None
+  if importlib.util.find_spec('tf_keras') is not None:
+    return None
+  minor = f'{version[0]}.{version[1]}'
+  return (f'TensorFlow {minor} without tf-keras: legacy model code '
+          '(get_variable models under the tf2 runner, tf.compat.v1.layers, '
+          'the Estimator facade) needs Keras 2. Install the extra matching '
+          f'your TensorFlow: pip install "tpu-trainer[tf{version[0]}'
+          f'{version[1]}]" (or pip install "tf-keras~={minor}.0").')
 
 
 def wants_verbose(argv):

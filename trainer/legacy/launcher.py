@@ -68,6 +68,10 @@ class UsageError(errors.TrainerError):
   """A bad launcher command line; the message says what is wrong."""
 
 
+class MissingDependencyError(errors.TrainerError, ImportError):
+  """A package the program needs on this TensorFlow is not installed."""
+
+
 def parse(argv):
   """Launch(cpu_fallback, kind, target, program_args, peer_timeout_secs)
   from the launcher's argv.
@@ -123,6 +127,8 @@ def _prepare(cpu_fallback, peer_timeout_secs, skip_corrupt_records=False):
   """Installs the facade (TF >= 2.16), --cpu_fallback and the peer timeout
   of a chief/worker job; says what it did."""
   startup.select_keras()
+  if startup.missing_keras():
+    raise MissingDependencyError(startup.missing_keras())
   if not startup.wants_verbose(sys.argv):  # TF 2.21 logs every placement.
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
   # pylint: disable=g-import-not-at-top  (after the Keras choice)
@@ -166,10 +172,11 @@ def _check_tfrecord_file(path, skip):
   from input_fn import record_framing  # pylint: disable=g-import-not-at-top
   if not record_framing.is_checkable(path):
     return
+  record_framing.check_target(path)
   try:
     cut = record_framing.find_cut(path)
   except FileNotFoundError:
-    return  # TensorFlow's own error names it (see _check_data_file).
+    return  # TensorFlow's own error names it.
   if cut is None:
     return
   if skip:
@@ -216,12 +223,16 @@ def _run(kind, target, program_args):
 
 
 def _check_failure(error):
-  """The message of a launcher check that failed inside TensorFlow (a
-  TFRecord file checked as it was opened), else None."""
+  """One line for a known failure: a launcher check that failed inside
+  TensorFlow (a TFRecord file checked as it was opened), or a known
+  misuse (a model_fn returning a dict); else None."""
   if 'tensorflow' not in sys.modules:
     return None
-  from trainer.compat import tfrecord_checks  # pylint: disable=g-import-not-at-top
-  return tfrecord_checks.raised_by_check(error)
+  # pylint: disable=g-import-not-at-top
+  from trainer.compat import estimator_calls
+  from trainer.compat import tfrecord_checks
+  return (tfrecord_checks.raised_by_check(error) or
+          estimator_calls.model_fn_misuse(error))
 
 
 def main(argv):
