@@ -118,4 +118,7 @@ if __name__ == '__main__':
     user_flags.define_all(sys.argv, trainer_flags.define_flags)
   except user_flags.FlagClashError as e:
     sys.exit(f'FATAL Flags parsing error: {e}')
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(sys.argv, 'python -m trainer.main', __doc__,
+                                FLAGS))
   app.run(main)

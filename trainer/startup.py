@@ -64,6 +64,45 @@ def missing_keras():
           f'{version[1]}]" (or pip install "tf-keras~={minor}.0").')
 
 
+_program_name = []  # Set by the installed package's console scripts.
+HELP_FLAGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
+_OTHERS_FLAGS = ('absl.', 'tensorflow', 'tf_keras', 'keras')
+
+
+def set_program_name(name):
+  """The name the user typed (a console script's), for usage lines."""
+  _program_name[:] = [name]
+
+
+def program_name(default):
+  """The console script's name when one runs, else `default` (the
+  `python -m ...` form)."""
+  return _program_name[0] if _program_name else default
+
+
+def wants_help(argv):
+  """Whether argv asks for help (-h, --help, --helpshort, --helpfull)."""
+  return any(a in HELP_FLAGS for a in argv[1:])
+
+
+def print_help(argv, default_name, doc, flag_values):
+  """Prints `doc` (its `python -m` name replaced by the script's own), a
+  usage line naming the script, and the flags of the program's modules
+  (--helpfull: absl's and TensorFlow's too) on stdout; returns 0, the exit
+  status (absl's own --help exits 1 and lists only the main module's)."""
+  name = program_name(default_name)
+  full = '--helpfull' in argv[1:]
+  print(f'usage: {name} [--flag=value ...]\n')
+  print((doc or '').strip().replace(default_name, name) + '\n')
+  modules = flag_values.flags_by_module_dict()
+  for module in sorted(modules):
+    if full or not module.startswith(_OTHERS_FLAGS):
+      print(flag_values.module_help(module) + '\n')
+  if not full:
+    print(f'{name} --helpfull also lists absl\'s and TensorFlow\'s flags.')
+  return 0
+
+
 def wants_verbose(argv):
   """Whether the command line asks for absl's verbosity (--verbosity, -v)."""
   return any(a == '-v' or a.startswith(('--verbosity', '-v=', '--v='))

@@ -85,8 +85,10 @@ def parse(argv):
   i = 0
   while i < len(args):
     arg = args[i]
-    if arg in ('-h', '--help'):
-      raise SystemExit(print(USAGE, end='') or 0)
+    if arg in startup.HELP_FLAGS:
+      raise SystemExit(print(USAGE.replace(
+          'python -m trainer.legacy',
+          startup.program_name('python -m trainer.legacy')), end='') or 0)
     if arg in ('--cpu_fallback', '--cpu_fallback=true', '--cpu_fallback=1'):
       cpu_fallback = True
     elif arg in ('--nocpu_fallback', '--cpu_fallback=false',
