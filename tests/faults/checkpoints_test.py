@@ -11,26 +11,9 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
+from tests.faults import faultutil
 from trainer.guard import checkpoint_files
 from trainer.guard import checkpoint_recovery
-
-
-def _save_steps(model_dir, steps, max_to_keep=5):
-  """model.ckpt-STEP for each step, saved by a Saver as training saves."""
-  with tf.Graph().as_default():
-    weights = tf.compat.v1.get_variable('w', [60, 50])
-    names = tf.compat.v1.get_variable('names', initializer=['a', 'bc'])
-    del names  # A string tensor: its size is not dtype * shape.
-    step_var = tf.compat.v1.train.get_or_create_global_step()
-    saver = tf.compat.v1.train.Saver(sharded=True, max_to_keep=max_to_keep,
-                                     save_relative_paths=True)
-    with tf.compat.v1.Session() as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      for step in steps:
-        sess.run([step_var.assign(step), weights.assign_add(tf.ones_like(
-            weights))])
-        saver.save(sess, os.path.join(model_dir, 'model.ckpt'),
-                   global_step=step)
 
 
 def _data(model_dir, step):
@@ -42,17 +25,6 @@ def _truncate(path, keep):
     f.truncate(keep)
 
 
-def assert_every_checkpoint_loads(model_dir):
-  """Every checkpoint (index) in model_dir reads in full."""
-  indexes = glob.glob(os.path.join(model_dir, '*.index'))
-  assert indexes
-  for index in indexes:
-    reader = tf.train.load_checkpoint(index[:-len('.index')])
-    for name in reader.get_variable_to_shape_map():
-      assert np.all(np.isfinite(reader.get_tensor(name))) if (
-          reader.get_variable_to_dtype_map()[name].is_floating) else True
-
-
 def _all_files(root):
   return sorted(os.path.basename(p) for p in glob.glob(
       os.path.join(root, '**', '*'), recursive=True) if os.path.isfile(p))
@@ -61,7 +33,7 @@ def _all_files(root):
 @pytest.mark.parametrize('cut', [1, 0.5, 'all'])
 def test_a_data_file_cut_short_is_not_complete(tmp_path, cut):
   model_dir = str(tmp_path)
-  _save_steps(model_dir, [10])
+  faultutil.save_checkpoints(model_dir, [10])
   prefix = os.path.join(model_dir, 'model.ckpt-10')
   assert checkpoint_files.problem(prefix) is None
   size = os.path.getsize(_data(model_dir, 10))
@@ -73,7 +45,7 @@ def test_a_data_file_cut_short_is_not_complete(tmp_path, cut):
 
 def test_an_index_cut_short_is_not_complete(tmp_path):
   model_dir = str(tmp_path)
-  _save_steps(model_dir, [10])
+  faultutil.save_checkpoints(model_dir, [10])
   index = os.path.join(model_dir, 'model.ckpt-10.index')
   _truncate(index, os.path.getsize(index) - 3)
   assert 'unreadable .index' in checkpoint_files.problem(index[:-6])
@@ -81,7 +53,7 @@ def test_an_index_cut_short_is_not_complete(tmp_path):
 
 def test_a_truncated_newest_checkpoint_is_moved_aside(tmp_path, caplog):
   model_dir = str(tmp_path)
-  _save_steps(model_dir, [10, 20, 30])
+  faultutil.save_checkpoints(model_dir, [10, 20, 30])
   _truncate(_data(model_dir, 30), 1000)
   files_before = _all_files(model_dir)
   with pytest.raises((tf.errors.OpError, IndexError),
@@ -105,12 +77,12 @@ def test_a_truncated_newest_checkpoint_is_moved_aside(tmp_path, caplog):
   assert len(warnings) == 1, warnings
   assert 'model.ckpt-30' in warnings[0] and quarantine[0] in warnings[0]
   assert 'cut short' in warnings[0] and 'model.ckpt-20' in warnings[0]
-  assert_every_checkpoint_loads(model_dir)
+  faultutil.assert_every_checkpoint_loads(model_dir)
 
 
 def test_state_naming_a_missing_checkpoint_is_one_warning(tmp_path, caplog):
   model_dir = str(tmp_path)
-  _save_steps(model_dir, [10, 20, 30])
+  faultutil.save_checkpoints(model_dir, [10, 20, 30])
   for name in glob.glob(str(tmp_path / 'model.ckpt-30.*')):
     os.remove(name)
   with caplog.at_level(logging.WARNING):
@@ -125,7 +97,7 @@ def test_state_naming_a_missing_checkpoint_is_one_warning(tmp_path, caplog):
 def test_no_complete_checkpoint_left_starts_over_keeping_the_files(
     tmp_path, caplog):
   model_dir = str(tmp_path)
-  _save_steps(model_dir, [10])
+  faultutil.save_checkpoints(model_dir, [10])
   _truncate(_data(model_dir, 10), 10)
   files_before = _all_files(model_dir)
   with caplog.at_level(logging.WARNING):

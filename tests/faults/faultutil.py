@@ -133,6 +133,24 @@ def assert_first_message(stderr, pattern):
   return lines[0]
 
 
+def save_checkpoints(model_dir, steps, max_to_keep=5):
+  """model.ckpt-STEP for each step, saved by a Saver as training saves."""
+  with tf.Graph().as_default():
+    weights = tf.compat.v1.get_variable('w', [60, 50])
+    names = tf.compat.v1.get_variable('names', initializer=['a', 'bc'])
+    del names  # A string tensor: its size is not dtype * shape.
+    step_var = tf.compat.v1.train.get_or_create_global_step()
+    saver = tf.compat.v1.train.Saver(sharded=True, max_to_keep=max_to_keep,
+                                     save_relative_paths=True)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      for step in steps:
+        sess.run([step_var.assign(step), weights.assign_add(tf.ones_like(
+            weights))])
+        saver.save(sess, os.path.join(model_dir, 'model.ckpt'),
+                   global_step=step)
+
+
 def assert_every_checkpoint_loads(model_dir):
   """Every checkpoint in model_dir (not its quarantine) reads in full:
   every tensor of every .index left there."""

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
-from tests.faults import checkpoints_test
+from tests.faults import faultutil
 from trainer.guard import estimator_guard
 from trainer.guard import lock
 from trainer.guard import session_hooks
@@ -43,7 +43,7 @@ def broken_model_dir(tmp_path):
   """A model_dir whose newest checkpoint (30) has a .data cut short."""
   model_dir = str(tmp_path / 'model')
   os.makedirs(model_dir)
-  checkpoints_test._save_steps(model_dir, [10, 20, 30])  # pylint: disable=protected-access
+  faultutil.save_checkpoints(model_dir, [10, 20, 30])
   with open(os.path.join(model_dir, 'model.ckpt-30.data-00000-of-00001'),
             'r+b') as f:
     f.truncate(100)

@@ -9,6 +9,7 @@ import socket
 
 import pytest
 
+from tests.faults import cases
 from tests.faults import faultutil
 
 
@@ -28,10 +29,12 @@ def test_a_second_job_on_one_model_dir_is_refused(path_name, fault_data,
   finally:
     if first.poll() is None:
       first.kill()
-  assert second.returncode == 1, second.stderr[-3000:]
+  assert second.returncode == cases.exit_status('second-job'), (
+      second.stderr[-3000:])
   line = faultutil.assert_first_message(
-      second.stderr, rf'error: --model_dir={model_dir} is in use by another '
-      rf'trainer \(pid {first.pid} on {re.escape(socket.gethostname())}')
+      second.stderr, cases.message_pattern(
+          path.name, 'second-job', MODEL_DIR=model_dir, PID=first.pid,
+          HOST=socket.gethostname()))
   assert 'Traceback' not in second.stderr
   with open(log) as f:
     stopped = int(re.search(r'stopped at step (\d+)', f.read()).group(1))

@@ -18,21 +18,25 @@ import numpy as np
 import pytest
 
 from tests import testutil
+from tests.faults import cases
 from tests.faults import faultutil
 
 # (case, moment, signals, exit status): run in this order, each from where
 # the one before left the model_dir.
 CHAIN = [
     ('SIGKILL at start-up', 'start-up', [signal.SIGKILL], -signal.SIGKILL),
-    ('SIGTERM mid-training', 'mid-step', [signal.SIGTERM], 143),
-    ('SIGINT mid-training', 'mid-step', [signal.SIGINT], 130),
+    ('SIGTERM mid-training', 'mid-step', [signal.SIGTERM],
+     cases.exit_status('sigterm')),
+    ('SIGINT mid-training', 'mid-step', [signal.SIGINT],
+     cases.exit_status('sigint')),
     ('SIGINT twice', 'mid-step', [signal.SIGINT, signal.SIGINT], 130),
     ('SIGKILL mid-step', 'mid-step', [signal.SIGKILL], -signal.SIGKILL),
     ('SIGKILL mid-save', 'mid-save', [signal.SIGKILL], -signal.SIGKILL),
     ('SIGKILL mid-eval', 'mid-eval', [signal.SIGKILL], -signal.SIGKILL),
 ]
-_STOPPED = re.compile(r'(Preempted \(SIGTERM\)|Interrupted \(SIGINT\)): '
-                      r'stopped at step (\d+)|SIGINT again: exiting at once')
+_STOPPED = re.compile('|'.join(
+    f'({cases.pattern(key, STEP="__STEP__")})'.replace('__STEP__', r'(\d+)')
+    for key in ('sigterm', 'sigint')) + '|' + cases.pattern('second-signal'))
 
 
 def _interrupt(path, model_dir, data_dir, log, moment, signals, rng):
@@ -75,7 +79,8 @@ def test_signals_and_kills_then_restart(path_name, fault_data, reference,
                                            moment, signals, rng)
     assert status == expected_status, f'{case}: exit {status}\n{log[-3000:]}'
     if killed:  # Its lock record is stale: taken over, with a warning.
-      assert f'taking over the lock left by pid {killed} ' in log, case
+      assert re.search(cases.pattern('stale-lock', MODEL_DIR=model_dir,
+                                     PID=killed), log), case
     killed = pid if moment != 'start-up' and (
         signals == [signal.SIGKILL]) else None
     message = ''
@@ -83,8 +88,9 @@ def test_signals_and_kills_then_restart(path_name, fault_data, reference,
       stopped = _STOPPED.search(log)
       assert stopped, f'{case}: no stop message\n{log[-3000:]}'
       message = stopped.group(0)
-      if stopped.group(2):  # (A second signal may end it before a save.)
-        assert faultutil.latest_step(model_dir) == int(stopped.group(2)), (
+      step_stopped = stopped.group(2) or stopped.group(4)
+      if step_stopped:  # (A second signal may end it before a save.)
+        assert faultutil.latest_step(model_dir) == int(step_stopped), (
             f'{case}: no checkpoint at the step it stopped')
     faultutil.assert_every_checkpoint_loads(model_dir)
     step = faultutil.latest_step(model_dir)
@@ -97,7 +103,8 @@ def test_signals_and_kills_then_restart(path_name, fault_data, reference,
   result, seconds = faultutil.run(path.command(model_dir, fault_data))
   assert result.returncode == 0, result.stderr[-3000:]
   if killed:
-    assert f'taking over the lock left by pid {killed} ' in result.stderr
+    assert re.search(cases.pattern('stale-lock', MODEL_DIR=model_dir,
+                                   PID=killed), result.stderr)
   assert faultutil.latest_step(model_dir) == 400
   assert not faultutil.leftovers(model_dir)
   faultutil.assert_every_checkpoint_loads(model_dir)

@@ -7,9 +7,11 @@ complete checkpoint and reaches the final step."""
 
 import glob
 import os
+import re
 
 import pytest
 
+from tests.faults import cases
 from tests.faults import faultutil
 
 
@@ -38,7 +40,10 @@ def test_a_truncated_newest_checkpoint_is_moved_aside(path_name, fault_data,
   result, seconds = _resume(path, model_dir, fault_data, newest)
   warning, = [l for l in result.stderr.splitlines()
               if 'moved aside to' in l]
-  assert f'model.ckpt-{newest} (' in warning and 'cut short' in warning
+  assert re.search(cases.pattern(
+      'truncated-checkpoint', MODEL_DIR=model_dir, CKPT=f'model.ckpt-{newest}',
+      DATA=os.path.basename(data),
+      PREVIOUS=f'model.ckpt-{newest - 50}'), warning), warning
   quarantine, = glob.glob(os.path.join(model_dir, 'corrupt-*'))
   assert os.path.basename(data) in os.listdir(quarantine)  # Not deleted.
   faultutil.Record(path.name).add(
@@ -57,7 +62,9 @@ def test_a_state_naming_a_missing_checkpoint_falls_back(path_name, fault_data,
   result, seconds = _resume(path, model_dir, fault_data, newest)
   warning, = [l for l in result.stderr.splitlines()
               if 'the checkpoint state named' in l]
-  assert f'model.ckpt-{newest}, which is not there' in warning
+  assert re.search(cases.pattern(
+      'missing-checkpoint', MODEL_DIR=model_dir, CKPT=f'model.ckpt-{newest}',
+      PREVIOUS=f'model.ckpt-{newest - 50}'), warning), warning
   faultutil.Record(path.name).add(
       '`checkpoint` file names a missing checkpoint', result.returncode,
       seconds, warning[warning.index('model_dir'):], True)
