@@ -39,7 +39,7 @@ def _first_line(message):
       ' [Op:IteratorGetNext]', '').replace(' name: ', '').strip()
 
 
-class TruncatedRecordError(CorruptRecordError):
+class TruncatedRecordError(CorruptRecordError, errors.TrainerError):
   """A TFRecord file ends inside a record (record_framing.find_cut)."""
 
 

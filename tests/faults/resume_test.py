@@ -68,3 +68,19 @@ def test_a_state_naming_a_missing_checkpoint_falls_back(path_name, fault_data,
   faultutil.Record(path.name).add(
       '`checkpoint` file names a missing checkpoint', result.returncode,
       seconds, warning[warning.index('model_dir'):], True)
+
+
+def test_main_evaluates_past_a_truncated_newest_checkpoint(fault_data,
+                                                           trained_copy):
+  path = faultutil.MAIN
+  model_dir = trained_copy(path)
+  newest = _newest(model_dir)
+  data, = glob.glob(os.path.join(model_dir, f'model.ckpt-{newest}.data-*'))
+  with open(data, 'r+b') as f:
+    f.truncate(os.path.getsize(data) // 2)
+  result, _ = faultutil.run(path.command(model_dir, fault_data,
+                                         '--mode=evaluate'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f'global_step: {newest - 50}' in result.stdout
+  assert re.search(cases.pattern('truncated-checkpoint', MODEL_DIR=model_dir,
+                                 CKPT=f'model.ckpt-{newest}'), result.stderr)

@@ -12,6 +12,8 @@ import inspect
 
 import tensorflow as tf
 
+from trainer.api import errors
+
 
 def fn_args(fn):
   """Names of the arguments `fn` can take by keyword (partials resolved)."""
@@ -35,7 +37,7 @@ def check_model_fn(model_fn):
                      f'`features` argument; it takes ({", ".join(args)}).')
 
 
-class ModelFnResultError(ValueError):
+class ModelFnResultError(errors.TrainerError, ValueError):
   """A model_fn returned a dict where an EstimatorSpec belongs (a known
   misuse); the message says what to return instead."""
 

@@ -55,6 +55,11 @@ def guarded(params):
     if params['mode'] not in TRAINING_MODES:
       with storage.reporting_write_failures(model_dir, owner=False):
         fingerprint.check(params, training=False)
+        if tf_config.is_chief_task():  # A model_dir nobody trains: recover.
+          with lock.holding_briefly(model_dir) as holding:
+            if holding:
+              checkpoint_recovery.recover(model_dir,
+                                          params['keep_checkpoint_max'])
         yield
       return
     if not tf_config.is_chief_task():  # Multi-worker: the chief guards.

@@ -6,13 +6,15 @@
 Launcher flags come before the program; everything after the program is its
 own command line (sys.argv as `python their_main.py ...` would give it, the
 script's directory first on sys.path), parsed by its own absl flags and
-app.run. The program's Estimator.train / evaluate get the trainer's
-guarantees (trainer/guard/estimator_guard.py): one writer per model_dir,
-recovery of an interrupted save, a checkpoint and exit 143 / 130 on
-SIGTERM / SIGINT, one error line for a full or read-only model_dir. On TensorFlow without Estimator (>= 2.16) the Estimator facade is
+app.run. On TensorFlow without Estimator (>= 2.16) the Estimator facade is
 installed first (tf-keras selected as Keras 2 when installed, before
-TensorFlow is imported); on TF <= 2.15 nothing changes, so the same command
-gives the real TPUEstimator's reference run. --cpu_fallback works on both.
+TensorFlow is imported); on TF <= 2.15 the real Estimator runs, so the same
+command gives the reference run. On both, the program's Estimator.train /
+evaluate get the trainer's guarantees (trainer/guard/estimator_guard.py:
+one writer per model_dir, recovery of an interrupted save, a checkpoint
+and exit 143 / 130 on SIGTERM / SIGINT, one error line for a full or
+read-only model_dir) and its TFRecord files are checked for a cut inside a
+record; --cpu_fallback works on both.
 """
 
 import collections
@@ -73,8 +75,8 @@ class MissingDependencyError(errors.TrainerError, ImportError):
 
 
 def parse(argv):
-  """Launch(cpu_fallback, kind, target, program_args, peer_timeout_secs)
-  from the launcher's argv.
+  """Launch(cpu_fallback, kind, target, program_args, peer_timeout_secs,
+  skip_corrupt_records) from the launcher's argv.
 
   kind is 'path' or 'module'. Raises UsageError naming the problem.
   """
@@ -126,8 +128,8 @@ def _say(message):
 
 
 def _prepare(cpu_fallback, peer_timeout_secs, skip_corrupt_records=False):
-  """Installs the facade (TF >= 2.16), --cpu_fallback and the peer timeout
-  of a chief/worker job; says what it did."""
+  """Installs the facade (TF >= 2.16), --cpu_fallback, the peer timeout
+  of a chief/worker job and the guard; says what it did."""
   startup.select_keras()
   if startup.missing_keras():
     raise MissingDependencyError(startup.missing_keras())
