@@ -39,11 +39,15 @@ CASES = [
     Case('sigterm', 'SIGTERM mid-training', BOTH, '143',
          'Preempted (SIGTERM): stopped at step {STEP} with a checkpoint in '
          '{MODEL_DIR}; run the same command again to continue.',
-         ['faults/restart_test.py::test_signals_and_kills_then_restart']),
+         ['faults/restart_test.py::test_signals_and_kills_then_restart',
+          'faults/replicas_test.py::'
+          'test_two_replicas_stop_on_signals_and_restart']),
     Case('sigint', 'SIGINT (Ctrl-C) mid-training', BOTH, '130',
          'Interrupted (SIGINT): stopped at step {STEP} with a checkpoint in '
          '{MODEL_DIR}; run the same command again to continue.',
-         ['faults/restart_test.py::test_signals_and_kills_then_restart']),
+         ['faults/restart_test.py::test_signals_and_kills_then_restart',
+          'faults/replicas_test.py::'
+          'test_two_replicas_stop_on_signals_and_restart']),
     Case('second-signal', 'a second SIGINT / SIGTERM, also during a long '
          'step', BOTH, '130 / 143',
          'SIGINT again: exiting at once, without a checkpoint of the running '

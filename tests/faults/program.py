@@ -4,7 +4,8 @@ As tensorflow/tpu's mnist_tpu.py: absl flags at module level,
 TPUClusterResolver(FLAGS.tpu) when --use_tpu, a tpu.RunConfig, a model_fn on
 get_variable that wraps its optimizer in CrossShardOptimizer under its own
 --use_tpu, TFRecordDataset input; then train_and_evaluate, a train/evaluate
-loop, evaluate alone or an export, as --mode says. The training batch is
+loop, evaluate alone or an export, as --mode says; --replicas=N trains
+with a MirroredStrategy (the facade's tf2 runner). The training batch is
 the same every step (a split of exactly --batch_size records), so a run
 interrupted and resumed ends with the same weights as one that was not.
 """
@@ -31,6 +32,9 @@ flags.DEFINE_integer('batch_size', 16, 'Global batch.')
 flags.DEFINE_integer('eval_steps', 2, 'Evaluation batches.')
 flags.DEFINE_integer('iterations_per_loop', 10, 'Steps per TPU loop.')
 flags.DEFINE_string('export_dir', None, 'Where SavedModels go.')
+flags.DEFINE_integer('replicas', 1, 'Train with a MirroredStrategy over '
+                     'this many logical CPU devices (RunConfig.'
+                     'train_distribute).')
 flags.DEFINE_float('ballast_mb', 0, 'MB of a variable training leaves '
                    'alone (as a large embedding table): bigger checkpoints.')
 
@@ -95,8 +99,16 @@ def main(argv):
   resolver = None
   if FLAGS.use_tpu:
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(FLAGS.tpu)
+  strategy = None
+  if FLAGS.replicas > 1:
+    cpu, = tf.config.list_physical_devices('CPU')
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * FLAGS.replicas)
+    strategy = tf.distribute.MirroredStrategy(
+        [f'/cpu:{i}' for i in range(FLAGS.replicas)])
   config = tf.estimator.tpu.RunConfig(
       cluster=resolver, model_dir=FLAGS.model_dir, tf_random_seed=1,
+      train_distribute=strategy,
       save_checkpoints_steps=FLAGS.save_steps, keep_checkpoint_max=3,
       log_step_count_steps=1,
       tpu_config=tf.estimator.tpu.TPUConfig(FLAGS.iterations_per_loop))
