@@ -89,3 +89,29 @@ def test_a_second_signal_ends_a_long_step_at_once(signum):
   assert 'finished the step' not in stdout
   assert 'again: exiting at once' in stderr
   assert seconds < 1.0, seconds
+
+
+_FORKED_CHILD = textwrap.dedent('''
+    import os, signal, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from trainer.guard import preemption
+    with preemption.handling_signals():
+      child = os.fork()
+      if child == 0:  # An input worker: it gets the same Ctrl-C.
+        time.sleep(3)
+        os._exit(0)
+      time.sleep(0.5)
+      os.killpg(0, signal.SIGINT)  # One Ctrl-C to the process group.
+      time.sleep(0.5)
+      print('still running, requested', preemption.requested(), flush=True)
+      os.waitpid(child, 0)
+    ''')
+
+
+def test_one_ctrl_c_to_a_group_with_a_forked_child_is_one_signal():
+  result = subprocess.run(
+      [sys.executable, '-c', _FORKED_CHILD, testutil.REPO_ROOT],
+      capture_output=True, text=True, timeout=testutil.HANG_TIMEOUT,
+      start_new_session=True)  # Its own process group.
+  assert 'still running, requested True' in result.stdout, result.stderr
+  assert result.returncode == 0, result.stderr

@@ -120,6 +120,16 @@ def _note(signum):
   _requested.set()
 
 
+_watchers = []  # The running _Watcher, if any.
+_fork_hook = []
+
+
+def _forget_watchers():
+  for watcher in _watchers:
+    watcher.forget()
+  del _watchers[:]
+
+
 class _Watcher:
   """Sees every SIGTERM / SIGINT as it arrives, through the wakeup fd of
   Python's C-level handler, also while the main thread waits inside
@@ -133,9 +143,22 @@ class _Watcher:
     self._writer.setblocking(False)
     self.previous_fd = signal.set_wakeup_fd(self._writer.fileno(),
                                             warn_on_full_buffer=False)
+    if not _fork_hook:  # A forked child (an input worker) must not write
+      os.register_at_fork(after_in_child=_forget_watchers)  # to our fd:
+      _fork_hook.append(True)  # one Ctrl-C reaches the whole group.
+    _watchers.append(self)
     self._thread = threading.Thread(target=self._watch, daemon=True,
                                     name='trainer-signal-watcher')
     self._thread.start()
+
+  def forget(self):
+    """In a forked child: no wakeup fd, the copies of the sockets closed."""
+    try:
+      signal.set_wakeup_fd(-1)
+    except ValueError:  # Not the child's main thread.
+      pass
+    self._reader.close()
+    self._writer.close()
 
   def _watch(self):
     seen = 0
@@ -159,6 +182,7 @@ class _Watcher:
         os._exit(128 + signum)  # pylint: disable=protected-access
 
   def close(self):
+    _watchers.remove(self)
     signal.set_wakeup_fd(self.previous_fd)
     self._writer.close()
     self._reader.shutdown(socket.SHUT_RDWR)
