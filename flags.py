@@ -60,8 +60,9 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'estimator: the real TPUEstimator; tf2: the same model_fn under '
       'tf.distribute; native: the TF2-native Keras version of a built-in '
       'model, trained with Orbit (object-based checkpoints: convert a TF1 '
-      'model_dir with python -m trainer.native.convert). Default: estimator '
-      'where tf.estimator exists (TF <= 2.15), tf2 otherwise.', flag_values=f)
+      'model_dir with python -m trainer.runners.native.convert). Default: '
+      'estimator where tf.estimator exists (TF <= 2.15), tf2 otherwise.',
+      flag_values=f)
   flags.DEFINE_enum(
       'jit_compile', _D.jit_compile, JIT_SETTINGS,
       'tf2 runner: XLA-compile the step. auto: on TPU (always compiled); '

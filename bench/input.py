@@ -27,7 +27,7 @@ one run, not figures across runs.
 
 import sys  # pylint: disable=g-bad-import-order
 
-from trainer import startup
+from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
@@ -50,7 +50,7 @@ from input_fn import features as feature_lib
 from input_fn import preprocessing
 from input_fn import tfrecord
 from trainer import params as params_lib
-from trainer.legacy import install as facade
+from trainer.facade import install as facade
 
 FLAGS = flags.FLAGS
 

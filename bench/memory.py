@@ -16,7 +16,7 @@ and, by running a smaller wide MLP on this CPU (float32):
 
 import sys  # pylint: disable=g-bad-import-order
 
-from trainer import startup
+from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
@@ -32,7 +32,7 @@ import flags as trainer_flags
 from model_fn import models
 from model_fn.spec import ModeKeys
 from trainer import params as params_lib
-from trainer.legacy import install as facade
+from trainer.facade import install as facade
 from trainer.memory import footprint as memory_footprint
 from trainer.memory import xla as memory_xla
 

@@ -23,7 +23,7 @@ native / keras_fit >= 1.0x.
 
 import sys  # pylint: disable=g-bad-import-order
 
-from trainer import startup
+from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
@@ -37,12 +37,12 @@ from absl import flags
 import tensorflow as tf
 
 import flags as trainer_flags
-from trainer import controller
 from trainer import params as params_lib
-from trainer.legacy import install as facade
-from trainer import registry
-from trainer import runners
-from trainer.compat import estimator as estimator_compat
+from trainer.api import estimator_names as estimator_compat
+from trainer.facade import install as facade
+from trainer.models import registry
+from trainer.runners import registry as runners
+from trainer.runtime import controller
 
 FLAGS = flags.FLAGS
 
@@ -170,7 +170,7 @@ def tf2_bench(model_fn, input_fn, jit_compile, root):
 def native_bench(input_fn, root):
   """run(steps) -> steps/s of the native runner (Keras model under Orbit),
   built and warmed up once (one loop)."""
-  from trainer.native import runner as native_runner  # pylint: disable=g-import-not-at-top
+  from trainer.runners.native import runner as native_runner  # pylint: disable=g-import-not-at-top
   loop = FLAGS.iterations_per_loop
   params = _params(root, runner='native', jit_compile='on',
                    train_steps=loop + FLAGS.rounds * FLAGS.steps)

@@ -5,7 +5,7 @@ the trainer's own (trainer/api, which the Estimator facade also publishes
 as tf.estimator): `TPUEstimatorSpec`, `ModeKeys`.
 """
 
-from trainer.compat import estimator as _estimator
+from trainer.api import estimator_names as _estimator
 
 TPUEstimatorSpec = _estimator.TPUEstimatorSpec
 ModeKeys = _estimator.ModeKeys

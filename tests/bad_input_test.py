@@ -12,12 +12,12 @@ from input_fn import tfrecord
 from model_fn import models
 from model_fn import warm_start
 from model_fn.spec import ModeKeys
+from tests import testutil
 from trainer import params as params_lib
-from trainer import runners
 from trainer.guard import fingerprint as run_fingerprint
 from trainer.guard import lock as model_dir_lock
-from trainer.guard import run_guard
-from tests import testutil
+from trainer.runners import registry as runners
+from trainer.runtime import run_guard
 
 CORRUPT_FILE = 'train-00002-of-00004'
 CORRUPT_AT = 5000  # Byte flipped: inside the file's 15th or so record.

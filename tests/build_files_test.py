@@ -4,7 +4,10 @@ Reads every BUILD file of the repository (they are Starlark, which parses as
 Python) and checks that
   * every directory holding .py files has a BUILD file;
   * every .py file is a source of a py_* target of its package;
-  * every source, main and data file a BUILD file names exists;
+  * every source, main and data file a BUILD file names exists, every
+    target a dep or data entry names exists, and is visible to the target
+    that names it (Bazel's visibility rules: public, __pkg__,
+    __subpackages__, the package's default_visibility);
   * every test module has a py_test, every `__main__` module a py_binary;
   * every target reaches through `deps` a target for each module of this
     repository it imports (Bazel enforces the same at run time, where only
@@ -43,6 +46,9 @@ def _source_dirs():
       yield '' if package == '.' else package
 
 
+_PACKAGE_DEFAULTS = {}  # package -> its package(default_visibility=...)
+
+
 def _read_build(package):
   """The rules of PACKAGE's BUILD file: [(kind, attrs)]."""
   package_dir = os.path.join(REPO_ROOT, package)
@@ -70,7 +76,8 @@ def _read_build(package):
       'filegroup', 'exports_files', 'py_runtime', 'py_runtime_pair',
       'toolchain', 'alias', 'package_group', 'sh_binary', 'sh_test'}}
   names.update(glob=glob, load=lambda *a, **k: None,
-               package=lambda **k: None)
+               package=lambda **k: _PACKAGE_DEFAULTS.__setitem__(
+                   package, k.get('default_visibility', [])))
   path = os.path.join(package_dir, 'BUILD')
   with open(path, encoding='utf-8') as f:
     code = compile(f.read(), path, 'exec')
@@ -262,6 +269,85 @@ def test_deps_cover_imports(targets):
           missing.append(f'{label} imports {imported} but its deps do not '
                          f'reach {sorted(owners.get(imported, {"a target"}))}')
   assert not missing, 'missing deps:\n' + '\n'.join(missing)
+
+
+def _local_targets(targets):
+  """{label} of every rule plus {//pkg:file} of every file in a package."""
+  found = set(targets)
+  for package in SKIP_DIRS:  # data/ has a BUILD file of its own.
+    if os.path.exists(os.path.join(REPO_ROOT, package, 'BUILD')):
+      found |= {f'//{package}:{attrs["name"]}'
+                for _, attrs in _read_build(package) if 'name' in attrs}
+  for package in {t[0] for t in targets.values()}:
+    base = os.path.join(REPO_ROOT, package)
+    for dirpath, dirnames, filenames in os.walk(base):
+      dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and
+                     not os.path.exists(os.path.join(dirpath, d, 'BUILD'))]
+      for name in filenames:
+        rel = os.path.relpath(os.path.join(dirpath, name), base)
+        found.add(f'//{package}:{rel}')
+  return found
+
+
+def _named_labels(targets):
+  """(label of the naming target, attribute, full label named) of every dep
+  and data entry that names something in this repository."""
+  for label, (package, kind, attrs) in sorted(targets.items()):
+    for attr in ('deps', 'data'):
+      for name in attrs.get(attr) or []:
+        if not name.startswith('@'):
+          yield label, attr, _target_label(package, name)
+
+
+def test_named_targets_exist(targets):
+  known = _local_targets(targets)
+  missing = [f'{label} {attr}: {named}'
+             for label, attr, named in _named_labels(targets)
+             if named not in known]
+  assert not missing, 'labels that name no target or file:\n' + '\n'.join(
+      missing)
+
+
+def _visible(targets, named, user_package):
+  """Whether target `named` is visible to a target of `user_package`."""
+  package, _, _ = named[2:].partition(':')
+  if package == user_package or named not in targets:
+    return True  # Files: exports_files() decides (not checked here).
+  visibility = targets[named][2].get('visibility')
+  if visibility is None:
+    visibility = _PACKAGE_DEFAULTS.get(package, [])
+  for entry in visibility:
+    if entry == '//visibility:public':
+      return True
+    scope, _, kind = entry[2:].partition(':')
+    if kind == '__pkg__' and scope == user_package:
+      return True
+    if kind == '__subpackages__' and (
+        user_package == scope or user_package.startswith(scope + '/')):
+      return True
+  return False
+
+
+def test_named_targets_are_visible(targets):
+  hidden = [f'{label} {attr}: {named}'
+            for label, attr, named in _named_labels(targets)
+            if not _visible(targets, named, label[2:].partition(':')[0])]
+  assert not hidden, ('targets not visible to the target naming them (add '
+                      'its package to their visibility):\n' +
+                      '\n'.join(hidden))
+
+
+def test_the_checks_catch_a_missing_or_hidden_target():
+  targets = {'//a:lib': ('a', 'py_library', {'name': 'lib',
+                                             'visibility': ['//b:__pkg__']}),
+             '//b:user': ('b', 'py_library', {'name': 'user',
+                                              'deps': ['//a:lib', '//a:nope']}),
+             '//c/d:other': ('c/d', 'py_library', {'name': 'other',
+                                                   'deps': ['//a:lib']})}
+  assert _visible(targets, '//a:lib', 'b')
+  assert not _visible(targets, '//a:lib', 'c/d')
+  assert '//a:nope' not in _local_targets(targets)
+  assert ('//b:user', 'deps', '//a:nope') in set(_named_labels(targets))
 
 
 def test_pytest_skips_bazel_output_symlinks():

@@ -11,7 +11,7 @@ import numpy as np
 from input_fn import inputs
 from model_fn import models
 from tests import testutil
-from trainer import runners
+from trainer.runners import registry as runners
 
 TOLERANCE = 1e-5
 

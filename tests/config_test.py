@@ -79,7 +79,7 @@ def test_each_flag_values_has_its_own_resolution():
 
 
 def test_every_runner_name_has_one_registered_factory():
-  from trainer import runners  # pylint: disable=g-import-not-at-top
+  from trainer.runners import registry as runners  # pylint: disable=g-import-not-at-top
   assert tuple(runners.FACTORIES) == config_lib.RUNNERS
   flag_values = _parsed()
   assert tuple(flag_values['runner'].parser.enum_values) == config_lib.RUNNERS

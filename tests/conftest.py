@@ -17,12 +17,12 @@ if REPO_ROOT not in sys.path:
 
 # As every entry point does before TensorFlow's first import: Keras 2
 # (tf-keras) for legacy model code on TF >= 2.16.
-from trainer import startup  # pylint: disable=g-import-not-at-top
+from trainer.runtime import startup  # pylint: disable=g-import-not-at-top
 startup.select_keras()
 
 # On TF without tf.estimator, model code looks up tf.estimator.ModeKeys and
 # TPUEstimatorSpec at import: provide the tf2 runner's stand-ins first.
-from trainer.legacy import install as facade  # pylint: disable=g-import-not-at-top
+from trainer.facade import install as facade  # pylint: disable=g-import-not-at-top
 facade.install()
 
 

@@ -1,14 +1,14 @@
-"""trainer/driver.py: the loop driver, in-process with a fake trainer (as
-orbit/controller_test.py tests Orbit's Controller): no TensorFlow runs."""
+"""trainer/runtime/driver.py: the loop driver, in-process with a fake trainer
+(as orbit/controller_test.py tests Orbit's Controller): no TensorFlow runs."""
 
 import math
 
 import pytest
 
-from trainer import driver
-from trainer import loop
 from trainer.guard import nonfinite
 from trainer.guard import preemption
+from trainer.runtime import driver
+from trainer.runtime import loop
 
 
 class FakeTrainer:

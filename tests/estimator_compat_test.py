@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from trainer.compat import estimator as estimator_compat
+from trainer.api import estimator_names as estimator_compat
 
 
 def test_has_estimator_means_the_real_tpu_estimator():

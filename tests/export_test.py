@@ -11,8 +11,8 @@ from input_fn import features as feature_lib
 from input_fn import tfrecord
 from model_fn import models
 from tests import testutil
-from trainer import runners
-from trainer import serving
+from trainer.runners import registry as runners
+from trainer.runtime import serving
 
 
 def _copy_eval_records(params, count, data_dir):

@@ -8,7 +8,7 @@ from absl.testing import absltest
 
 import flags as trainer_flags
 from trainer import params as params_lib
-from trainer import registry
+from trainer.models import registry
 
 
 def parse(*args):

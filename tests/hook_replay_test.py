@@ -9,9 +9,9 @@ from input_fn import inputs
 from model_fn import models
 from tests import testutil
 from trainer.compat import tf_private
-from trainer.estimator import runner as estimator_runner
-from trainer.tf2 import hooks as hooks_lib
-from trainer.tf2 import runner as tf2_runner
+from trainer.runners.estimator import runner as estimator_runner
+from trainer.runners.tf2 import runner as tf2_runner
+from trainer.runners.tf2 import session_hooks as hooks_lib
 
 _v1 = tf.compat.v1
 

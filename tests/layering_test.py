@@ -7,8 +7,8 @@ flags.py) and its imports, function-level ones and
   * the module import graph has no cycle;
   * the layers hold: the spec types (trainer.api) import no other project
     package; library packages (runners, guard, compat, model_fn, input_fn)
-    never import the facade (trainer.legacy) or an entry point; only entry
-    points install the facade (trainer.legacy.install);
+    never import the facade (trainer.facade) or an entry point; only entry
+    points install the facade (trainer.facade.install);
   * only trainer/compat imports TF's private modules (tensorflow.python,
     tf_keras.src, ...);
   * importing every library module in a fresh TF >= 2.16 interpreter
@@ -32,23 +32,26 @@ PACKAGES = ('trainer', 'model_fn', 'input_fn')
 # Entry points: what a user runs; they may install the facade.
 ENTRY_POINTS = {'trainer.main', 'trainer.verify_migration',
                 'trainer.legacy.__main__', 'trainer.legacy.launcher',
-                'trainer.memory.__main__', 'trainer.native.convert'}
+                'trainer.memory.__main__', 'trainer.runners.native.convert'}
 # Library layers, lowest first: a module of a layer imports only its own
 # layer and lower ones (project modules; not tests, bench or scripts).
 LAYERS = [
     ('trainer.api', 'trainer.config', 'trainer.compat.tf_private'),
     # The object-based checkpoint's step key: written by the native runner,
     # read by the loop whatever runner wrote the checkpoint.
-    ('trainer.compat', 'trainer.startup', 'trainer.tpu_cluster',
-     'trainer.profiling', 'trainer.progress', 'trainer.tf_config',
-     'trainer.native.checkpoints'),
-    ('model_fn', 'input_fn', 'flags', 'trainer.params', 'trainer.registry',
+    ('trainer.compat', 'trainer.runtime.startup',
+     'trainer.runtime.tpu_cluster', 'trainer.runtime.profiling',
+     'trainer.runtime.progress', 'trainer.runtime.tf_config',
+     'trainer.runtime.checkpoints', 'trainer.runtime.predictions',
+     'trainer.runtime.eval_summaries'),
+    ('model_fn', 'input_fn', 'flags', 'trainer.params', 'trainer.models',
      'trainer.user_flags'),
-    ('trainer.guard', 'trainer.loop', 'trainer.controller', 'trainer.driver',
-     'trainer.serving', 'trainer.graph', 'trainer.memory'),
-    ('trainer.tf2', 'trainer.native', 'trainer.estimator'),
+    ('trainer.guard', 'trainer.runtime', 'trainer.facade.engine.graph',
+     'trainer.memory'),
+    ('trainer.runners.tf2', 'trainer.runners.native',
+     'trainer.runners.estimator'),
     ('trainer.runners',),
-    ('trainer.legacy',),
+    ('trainer.facade', 'trainer.legacy'),
 ]
 
 
@@ -174,8 +177,8 @@ def test_imports_go_down_the_layers():
 
 def test_only_entry_points_install_the_facade():
   installers = sorted(m for m, deps in _graph().items()
-                      if 'trainer.legacy.install' in deps and
-                      not m.startswith('trainer.legacy') and
+                      if 'trainer.facade.install' in deps and
+                      not m.startswith('trainer.facade') and
                       m not in ENTRY_POINTS)
   assert not installers, installers
 
@@ -190,11 +193,13 @@ def test_only_compat_touches_tf_internals():
 def test_the_checks_catch_a_cycle_and_an_upward_import():
   assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
   assert _cycle({'a': {'b'}, 'b': set()}) is None
-  assert _layer('trainer.api.specs') < _layer('trainer.tf2.runner')
-  assert _layer('trainer.tf2.runner') < _layer('trainer.legacy.estimator')
-  tree = ast.parse('import importlib\n'
-                   'def f():\n  importlib.import_module("trainer.tf2.runner")')
-  assert 'trainer.tf2.runner' in set(_imported_names(tree))
+  assert _layer('trainer.api.specs') < _layer('trainer.runners.tf2.runner')
+  assert _layer('trainer.runners.tf2.runner') < _layer(
+      'trainer.facade.estimator')
+  tree = ast.parse(
+      'import importlib\n'
+      'def f():\n  importlib.import_module("trainer.runners.tf2.runner")')
+  assert 'trainer.runners.tf2.runner' in set(_imported_names(tree))
 
 
 _PROBE = """
@@ -212,7 +217,8 @@ print('ok', len(sys.argv) - 1)
     'TF <= 2.15 has tf.estimator of its own'))
 def test_importing_library_modules_patches_nothing():
   library = sorted(m for m in _graph() if m not in ENTRY_POINTS and
-                   not m.startswith(('trainer.legacy', 'trainer.estimator')) and
+                   not m.startswith(('trainer.legacy', 'trainer.facade',
+                                     'trainer.runners.estimator')) and
                    not m.endswith('__main__'))
   result = subprocess.run(
       [sys.executable, '-c', _PROBE, *library], cwd=ROOT,

@@ -15,22 +15,25 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
-from trainer.compat import estimator as estimator_compat
-from trainer.compat import facade_private
-from trainer.compat import fake_summary_writer
-from trainer.legacy import behavior
-from trainer.legacy import cluster
-from trainer.legacy import estimator as estimator_lib
-from trainer.legacy import gc
-from trainer.legacy import export
-from trainer.legacy import hooks
-from trainer.legacy import install
-from trainer.legacy import run_config
-from trainer.legacy import session_config
+from trainer.api import estimator_names as estimator_compat
 from trainer.api import specs
-from trainer.legacy import unsupported
-from trainer.tf2 import checkpoint_listeners
-from trainer.tf2 import graph_check
+from trainer.compat import cpu_fallback as cluster
+from trainer.compat import facade_private
+from trainer.compat import v2_behavior as behavior
+from trainer.facade import estimator as estimator_lib
+from trainer.facade import gc
+from trainer.facade import install
+from trainer.facade import run_config
+from trainer.facade import unsupported
+from trainer.facade.engine.distributed import session_config
+from trainer.facade.export import export
+from trainer.facade.hooks import fake_summary_writer
+from trainer.facade.hooks import hooks
+from trainer.facade.tpu import tpu_config as tpu_config_lib
+from trainer.facade.tpu import tpu_estimator
+from trainer.facade.tpu import util
+from trainer.runners.tf2 import checkpoint_listeners
+from trainer.runners.tf2 import graph_check
 
 requires_facade = pytest.mark.skipif(
     testutil.HAS_ESTIMATOR,
@@ -51,15 +54,15 @@ def test_public_and_private_paths_resolve_to_the_facade():
     tf.estimator.Estimator(lambda features: None).export_savedmodel
   assert callable(tf.compat.v1.estimator.Estimator(
       lambda features: None).export_savedmodel)
-  assert tf.compat.v1.estimator.tpu.TPUEstimator is estimator_lib.TPUEstimator
-  assert tf.compat.v1.estimator.tpu.RunConfig is run_config.TPURunConfig
+  assert tf.compat.v1.estimator.tpu.TPUEstimator is tpu_estimator.TPUEstimator
+  assert tf.compat.v1.estimator.tpu.RunConfig is tpu_config_lib.TPURunConfig
   assert tf.compat.v1.estimator.tpu.InputPipelineConfig.PER_HOST_V2 == 3
   assert tf.estimator.export.PredictOutput is facade_private.PredictOutput
   assert tf.estimator.SessionRunHook is tf.compat.v1.train.SessionRunHook
   assert tf.estimator.LoggingTensorHook is tf.compat.v1.train.LoggingTensorHook
   assert not hasattr(tf.estimator, 'tpu')  # TF2 API: tpu is v1 only.
   from tensorflow.compat.v1 import estimator as tf_estimator  # pylint: disable=g-import-not-at-top
-  assert tf_estimator.tpu.TPUConfig is run_config.TPUConfig
+  assert tf_estimator.tpu.TPUConfig is tpu_config_lib.TPUConfig
   for path, name in (
       ('tensorflow.python.estimator.estimator', 'Estimator'),
       ('tensorflow_estimator.python.estimator.estimator', 'Estimator'),
@@ -84,7 +87,7 @@ def test_public_and_private_paths_resolve_to_the_facade():
   assert estimator._load_global_step_from_checkpoint_dir('/nonexistent') == 0  # pylint: disable=protected-access
   import tensorflow_estimator  # pylint: disable=g-import-not-at-top
   assert tensorflow_estimator.estimator.tpu.TPUEstimator is (
-      estimator_lib.TPUEstimator)
+      tpu_estimator.TPUEstimator)
   with pytest.raises(AttributeError, match='has no attribute .Nope.*Step 0'):
     tf.estimator.Nope  # pylint: disable=pointless-statement
   assert sys.modules['tensorflow.compat.v1.estimator.export'] is (
@@ -102,7 +105,7 @@ def test_install_changes_nothing_where_estimator_exists():
     pytest.skip('TF without Estimator: covered by the facade tests.')
   assert not install.install() and not install.installed()
   assert tf.compat.v1.estimator.tpu.TPUEstimator is not (
-      estimator_lib.TPUEstimator)
+      tpu_estimator.TPUEstimator)
 
 
 def test_unsupported_apis_fail_naming_the_alternative():
@@ -167,23 +170,23 @@ def test_run_config_reads_tf_config(monkeypatch):
 
 
 def test_tpu_config_and_tpu_run_config():
-  config = run_config.TPUConfig(iterations_per_loop=50, num_shards=8,
-                                per_host_input_for_training=True)
+  config = tpu_config_lib.TPUConfig(iterations_per_loop=50, num_shards=8,
+                                    per_host_input_for_training=True)
   assert config.per_host_input_for_training == (
-      run_config.InputPipelineConfig.PER_HOST_V1)
-  assert run_config.TPUConfig().iterations_per_loop == 2
+      tpu_config_lib.InputPipelineConfig.PER_HOST_V1)
+  assert tpu_config_lib.TPUConfig().iterations_per_loop == 2
   with pytest.raises(ValueError, match='must be positive'):
-    run_config.TPUConfig(iterations_per_loop=0)
-  assert run_config.parse_iterations_per_loop(
-      run_config.TPUConfig(iterations_per_loop='10m').iterations_per_loop) == (
-          600, 'seconds')
+    tpu_config_lib.TPUConfig(iterations_per_loop=0)
+  ten_minutes = tpu_config_lib.TPUConfig(iterations_per_loop='10m')
+  assert util.parse_iterations_per_loop(
+      ten_minutes.iterations_per_loop) == (600, 'seconds')
   resolver = cluster.NoTPUClusterResolver('test')
-  tpu_config = run_config.TPURunConfig(cluster=resolver, tpu_config=config)
+  tpu_config = tpu_config_lib.TPURunConfig(cluster=resolver, tpu_config=config)
   assert tpu_config.master == '' and tpu_config.cluster is resolver
   assert tpu_config.session_config.allow_soft_placement
   assert tpu_config.replace(model_dir='/x').tpu_config is config
   with pytest.raises(ValueError, match='Both master and cluster are set'):
-    run_config.TPURunConfig(cluster=resolver, master='grpc://a:1')
+    tpu_config_lib.TPURunConfig(cluster=resolver, master='grpc://a:1')
 
 
 def test_session_config_applies_what_tf2_can():
@@ -296,7 +299,7 @@ def test_migration_doc_lists_every_unsupported_api_with_its_error():
 
 def test_config_copies_share_what_cannot_be_copied():
   strategy = tf.distribute.get_strategy()
-  config = run_config.TPURunConfig(
+  config = tpu_config_lib.TPURunConfig(
       cluster=cluster.NoTPUClusterResolver('test'), train_distribute=strategy,
       session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True))
   copied = copy.deepcopy(config)

@@ -17,7 +17,7 @@ from tests.legacy import bert_classifier
 from tests.legacy import digits_cnn
 from tests.legacy import ema_model
 from tests.legacy import keras_estimator
-from trainer import runners
+from trainer.runners import registry as runners
 
 RUNNERS = [pytest.param('estimator', marks=testutil.requires_estimator), 'tf2']
 

@@ -1,6 +1,6 @@
 """The facade's Estimator against the real one, in-process.
 
-Every test runs on the facade's classes (trainer.legacy.*, usable on every
+Every test runs on the facade's classes (trainer.facade.*, usable on every
 lane) and, where TensorFlow still has it (TF 2.15), on the real
 tf.estimator with the same assertions: the real Estimator is the spec.
 Tiny linear model on generated data.
@@ -19,14 +19,18 @@ import tensorflow as tf
 from tests import testutil
 from trainer.api import specs
 from trainer.compat import estimator_calls
-from trainer.legacy import early_stopping
-from trainer.legacy import estimator as estimator_lib
-from trainer.legacy import export as export_lib
-from trainer.legacy import extenders
-from trainer.legacy import in_memory_evaluator
-from trainer.legacy import run_config
-from trainer.legacy import tpu_inference
-from trainer.legacy import training
+from trainer.facade import early_stopping
+from trainer.facade import estimator as estimator_lib
+from trainer.facade import exporter as exporter_lib
+from trainer.facade import extenders
+from trainer.facade import run_config
+from trainer.facade import training
+from trainer.facade.export import export as export_lib
+from trainer.facade.export import export_output
+from trainer.facade.hooks import in_memory_evaluator
+from trainer.facade.tpu import inference as tpu_inference
+from trainer.facade.tpu import tpu_config
+from trainer.facade.tpu import tpu_estimator as tpu_estimator_lib
 
 ModeKeys = specs.ModeKeys
 v1 = tf.compat.v1
@@ -35,15 +39,15 @@ v1 = tf.compat.v1
 def _facade():
   return types.SimpleNamespace(
       Estimator=estimator_lib.Estimator,
-      TPUEstimator=estimator_lib.TPUEstimator,
+      TPUEstimator=tpu_estimator_lib.TPUEstimator,
       WarmStartSettings=estimator_lib.WarmStartSettings,
-      RunConfig=run_config.RunConfig, TPURunConfig=run_config.TPURunConfig,
-      TPUConfig=run_config.TPUConfig, EstimatorSpec=specs.EstimatorSpec,
+      RunConfig=run_config.RunConfig, TPURunConfig=tpu_config.TPURunConfig,
+      TPUConfig=tpu_config.TPUConfig, EstimatorSpec=specs.EstimatorSpec,
       TPUEstimatorSpec=specs.TPUEstimatorSpec,
       ServingInputReceiver=export_lib.ServingInputReceiver,
       TrainSpec=training.TrainSpec, EvalSpec=training.EvalSpec,
       train_and_evaluate=training.train_and_evaluate,
-      BestExporter=training.BestExporter, add_metrics=extenders.add_metrics,
+      BestExporter=exporter_lib.BestExporter, add_metrics=extenders.add_metrics,
       stop_if_higher_hook=early_stopping.stop_if_higher_hook,
       stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,
       make_stop_at_checkpoint_step_hook=(
@@ -274,7 +278,7 @@ def test_tpu_estimator_gives_params_as_tpu_estimator_does(tmp_path, api):
                                params={'batch_size': 1})
   with pytest.raises(ValueError, match='tpu_config.RunConfig'):
     api.TPUEstimator(tpu_model_fn, config=api.RunConfig())
-  if api.TPUEstimator is estimator_lib.TPUEstimator:  # A named refusal.
+  if api.TPUEstimator is tpu_estimator_lib.TPUEstimator:  # A named refusal.
     with pytest.raises(NotImplementedError, match='TPU embeddings'):
       api.TPUEstimator(tpu_model_fn, config=config, use_tpu=False,
                        embedding_config_spec=object())
@@ -824,13 +828,13 @@ def _export_outputs(probabilities):
   # The classification signature needs a tf.Example input, so it is left
   # out; its `classes` are None.
   export = tf.compat.v1.estimator.export if testutil.HAS_ESTIMATOR else (
-      export_lib)
+      export_output)
   return {'serving_default': export.PredictOutput({'scores': probabilities}),
           'classify': export.ClassificationOutput(scores=probabilities)}
 
 
 def _tpu_estimator_module():
-  if _API.TPUEstimator is estimator_lib.TPUEstimator:
+  if _API.TPUEstimator is tpu_estimator_lib.TPUEstimator:
     return tpu_inference
   from tensorflow_estimator.python.estimator.tpu import tpu_estimator  # pylint: disable=g-import-not-at-top
   return tpu_estimator

@@ -23,8 +23,10 @@ import tensorflow as tf
 
 from tests import testutil
 from trainer.api import specs
-from trainer.legacy import estimator as estimator_lib
-from trainer.legacy import run_config
+from trainer.facade import estimator as estimator_lib
+from trainer.facade import run_config
+from trainer.facade.tpu import tpu_config
+from trainer.facade.tpu import tpu_estimator
 
 v1 = tf.compat.v1
 STEP_SECS = 0.03
@@ -40,8 +42,8 @@ def _api(which):
         TPUConfig=tpu.TPUConfig, EstimatorSpec=est.EstimatorSpec)
   return types.SimpleNamespace(
       Estimator=estimator_lib.Estimator, RunConfig=run_config.RunConfig,
-      TPUEstimator=estimator_lib.TPUEstimator,
-      TPURunConfig=run_config.TPURunConfig, TPUConfig=run_config.TPUConfig,
+      TPUEstimator=tpu_estimator.TPUEstimator,
+      TPURunConfig=tpu_config.TPURunConfig, TPUConfig=tpu_config.TPUConfig,
       EstimatorSpec=specs.EstimatorSpec)
 
 

@@ -1,4 +1,4 @@
-"""trainer/loop.py: the loop policy both runners follow."""
+"""trainer/runtime/loop.py: the loop policy both runners follow."""
 
 import logging
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from trainer import config
-from trainer import loop
 from trainer.guard import nonfinite
 from trainer.guard import preemption
+from trainer.runtime import loop
 
 
 class _Clock:

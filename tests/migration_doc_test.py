@@ -42,17 +42,17 @@ def test_doc_has_commands_for_each_step():
   assert all(c.startswith('python -m ') for c in found), found
   assert any('--runner=tf2' in c and 'trainer.main' in c for c in found)
   assert any('--runner=estimator --mode=evaluate' in c for c in found)
-  assert any('trainer.native.convert' in c for c in found)
+  assert any('trainer.runners.native.convert' in c for c in found)
   assert any('--runner=native --mode=evaluate' in c for c in found)
   for pair in ('estimator,tf2', 'tf2,native', 'estimator,native'):
     assert any(f'trainer.verify_migration --runners={pair}' in c
                for c in found), pair
   # The path's order: estimator, tf2 runner, convert, native.
   first = {key: next(i for i, c in enumerate(found) if key in c)
-           for key in ('--runner=estimator', 'trainer.native.convert',
+           for key in ('--runner=estimator', 'trainer.runners.native.convert',
                        '--runner=native')}
-  assert (first['--runner=estimator'] < first['trainer.native.convert'] <
-          first['--runner=native'])
+  assert (first['--runner=estimator'] <
+          first['trainer.runners.native.convert'] < first['--runner=native'])
 
 
 def _metrics(stdout):
@@ -88,7 +88,7 @@ def _chain_id(chain):
 def test_chains_keep_every_command_once():
   assert sorted(c for chain in chains() for c in chain) == sorted(commands())
   carry = next(c for c in chains() if any('/carry' in x for x in c))
-  assert any('trainer.native.convert' in c for c in carry)
+  assert any('trainer.runners.native.convert' in c for c in carry)
   assert any('--runner=native --mode=export' in c for c in carry)
 
 
@@ -118,7 +118,7 @@ def _run_chain(tmp_path, chain, with_estimator):
           result.stdout)
       runner = re.search(r'--runner=(\w+)', command).group(1)
       evaluations[runner] = _metrics(result.stdout)
-    if 'trainer.native.convert' in command:
+    if 'trainer.runners.native.convert' in command:
       assert re.search(r'^converted: .*ckpt-200$', result.stdout, re.M)
     if 'trainer.verify_migration' in command:
       plot = re.search(r'--plot=(\S+)', command).group(1)
@@ -145,5 +145,5 @@ def test_every_command_runs(tmp_path, chain):
     estimator, native = evaluations['estimator'], evaluations['native']
     assert native['top_1_accuracy'] == estimator['top_1_accuracy']
     assert native['loss'] == pytest.approx(estimator['loss'], rel=1e-5)
-  elif any('trainer.native.convert' in c for c in ran):
+  elif any('trainer.runners.native.convert' in c for c in ran):
     assert 'native' in evaluations

@@ -12,8 +12,8 @@ from input_fn import inputs
 from model_fn import models
 from model_fn import summaries
 from tests import testutil
-from trainer import controller
-from trainer import runners
+from trainer.runners import registry as runners
+from trainer.runtime import controller
 
 
 def _runner(tmp_path, name='run', model='mlp', **overrides):

@@ -156,7 +156,7 @@ def test_a_killed_worker_stops_the_other_naming_it(tmp_path):
 _HEARTBEAT_PROBE = """
 import json, os, sys
 from tensorflow.python.eager import context
-from trainer import tf_config
+from trainer.runtime import tf_config
 cluster = {'worker': ['127.0.0.1:1', '127.0.0.1:2']}
 os.environ['TF_CONFIG'] = json.dumps({'cluster': cluster,
                                       'task': {'type': 'worker', 'index': 1}})

@@ -18,8 +18,8 @@ from model_fn.native import models
 from model_fn.native import optimization
 from tests import native_tf1
 from tests import testutil
-from trainer.native import checkpoints
-from trainer.native import convert
+from trainer.runners.native import convert
+from trainer.runtime import checkpoints
 
 # Per-step training loss, native vs TF1 from the same state, float32: the
 # forward pass is the same; gradients and updates round differently in the
@@ -162,8 +162,8 @@ def test_native_training_continues_the_tf1_losses(tmp_path, model, optimizer,
 
 
 def test_command_line_on_a_tf2_runner_checkpoint(tmp_path):
-  """`python -m trainer.native.convert` on what `trainer.main --runner=tf2`
-  wrote: prints the mapping, writes ckpt-2."""
+  """`python -m trainer.runners.native.convert` on what `trainer.main
+  --runner=tf2` wrote: prints the mapping, writes ckpt-2."""
   model_dir = str(tmp_path / 'tf2')
   result = testutil.run_main(['--runner=tf2', '--mode=train',
                               '--train_steps=2', '--iterations_per_loop=2',
@@ -171,7 +171,7 @@ def test_command_line_on_a_tf2_runner_checkpoint(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   output = str(tmp_path / 'native')
   result = subprocess.run(
-      [sys.executable, '-m', 'trainer.native.convert',
+      [sys.executable, '-m', 'trainer.runners.native.convert',
        f'--checkpoint={model_dir}', '--model=mlp', '--mlp_hidden_units=16',
        f'--output={output}'], cwd=testutil.REPO_ROOT, capture_output=True,
       text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
@@ -180,13 +180,13 @@ def test_command_line_on_a_tf2_runner_checkpoint(tmp_path):
   assert any(line.startswith('mlp/dense1/kernel ') and
              line.endswith('-> model/dense1/kernel') for line in lines), lines
   # The step is the optimizer's iterations, tracked at the checkpoint's root
-  # as global_step (trainer/native/checkpoints.py): one key on every Keras.
+  # as global_step (trainer/runtime/checkpoints.py): one key on every Keras.
   assert any(line.startswith('global_step ') and '-> global_step  (step)'
              in line for line in lines), lines
   assert lines[-1] == f'converted: {output}/ckpt-2'
 
   result = subprocess.run(
-      [sys.executable, '-m', 'trainer.native.convert',
+      [sys.executable, '-m', 'trainer.runners.native.convert',
        f'--checkpoint={model_dir}', '--model=mlp', '--mlp_hidden_units=32',
        f'--output={tmp_path / "bad"}'], cwd=testutil.REPO_ROOT,
       capture_output=True, text=True, timeout=300,
@@ -205,11 +205,15 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices('CPU')[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from trainer.legacy import install as facade
+from trainer.facade import install as facade
 facade.install()
-from model_fn.native import classifier, models, optimization
-from tests import native_tf1, testutil
-from trainer.native import checkpoints, convert
+from model_fn.native import classifier
+from model_fn.native import models
+from model_fn.native import optimization
+from tests import native_tf1
+from tests import testutil
+from trainer.runtime import checkpoints
+from trainer.runners.native import convert
 model_dir = sys.argv[1]
 params = testutil.base_params(
     optimizer='adam', lr_schedule='cosine', warmup_steps=2, train_steps=8,

@@ -31,8 +31,8 @@ def _params(model, **overrides):
 
 def _converted(params, tmp_path):
   """(TF1 run after 2 training steps, native model with its weights)."""
-  from trainer.native import checkpoints  # pylint: disable=g-import-not-at-top
-  from trainer.native import convert  # pylint: disable=g-import-not-at-top
+  from trainer.runners.native import convert  # pylint: disable=g-import-not-at-top
+  from trainer.runtime import checkpoints  # pylint: disable=g-import-not-at-top
   batches = native_tf1.batches(params, 3)
   run = native_tf1.TF1Run(params, batches[0][0].shape)
   run.train(batches[:2])  # Batch-norm statistics and weights move off init.

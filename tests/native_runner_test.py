@@ -20,13 +20,14 @@ import tensorflow as tf
 from model_fn import summaries
 from tests import native_tf1
 from tests import testutil
-from trainer import controller
-from trainer import serving as export
 from trainer.guard import checkpoint_recovery
-from trainer.guard import preemption
 from trainer.guard import nonfinite
-from trainer.native import convert
-from trainer.native import runner as runner_lib
+from trainer.guard import preemption
+from trainer.runners.native import convert
+from trainer.runners.native import runner as runner_lib
+from trainer.runtime import checkpoints
+from trainer.runtime import controller
+from trainer.runtime import serving as export
 
 
 def _params(tmp_path, **overrides):
@@ -119,7 +120,7 @@ def test_resumes_from_a_converted_tf1_checkpoint(tmp_path):
   run.save(str(tmp_path / 'tf1'))
   run.close()
   with pytest.raises(runner_lib.NativeCheckpointError,
-                     match='python -m trainer.native.convert'):
+                     match='python -m trainer.runners.native.convert'):
     runner_lib.NativeRunner(dict(params, model_dir=str(tmp_path / 'tf1')))
   convert.convert(str(tmp_path / 'tf1'), params, params['model_dir'])
   runner = runner_lib.NativeRunner(params)
@@ -258,7 +259,7 @@ def test_main_runner_native_and_its_refusals(tmp_path):
   run.close()
   result = testutil.run_main(args[:-1] + [f'--model_dir={tf1_dir}'])
   assert result.returncode == 1
-  assert 'python -m trainer.native.convert' in result.stderr
+  assert 'python -m trainer.runners.native.convert' in result.stderr
   assert 'Traceback' not in result.stderr
 
   for flag, message in (('--model=tests.legacy.digits_cnn:model_fn',
@@ -283,5 +284,5 @@ def test_recovery_after_an_interrupted_save_of_a_native_checkpoint(tmp_path):
   assert not os.path.exists(os.path.join(model_dir, 'ckpt-20.index'))
   assert not os.path.exists(os.path.join(model_dir, 'ckpt-20_temp'))
   assert testutil.latest_step(model_dir) == 10
-  assert controller.checkpoint_step(recovered) == 10
+  assert checkpoints.checkpoint_step(recovered) == 10
   assert runner_lib.NativeRunner(params).global_step() == 10

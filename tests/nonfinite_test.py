@@ -10,10 +10,10 @@ import tensorflow as tf
 from input_fn import tfrecord
 from model_fn.spec import ModeKeys
 from model_fn.spec import TPUEstimatorSpec
-from trainer import controller
-from trainer import runners
-from trainer.guard import nonfinite
 from tests import testutil
+from trainer.guard import nonfinite
+from trainer.runners import registry as runners
+from trainer.runtime import controller
 
 
 def _nan_from_step_model_fn(features, labels, mode, params):

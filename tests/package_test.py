@@ -287,7 +287,7 @@ SCRIPT_FLAGS = {
     'tpu-trainer-legacy': ('--cpu_fallback', 'trainer.legacy'),
     'tpu-trainer-verify-migration': ('--runners', 'trainer.verify_migration'),
     'tpu-trainer-memory': ('--num_slices', 'trainer.memory'),
-    'tpu-trainer-convert': ('--checkpoint', 'trainer.native.convert'),
+    'tpu-trainer-convert': ('--checkpoint', 'trainer.runners.native.convert'),
 }
 
 

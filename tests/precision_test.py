@@ -91,7 +91,7 @@ def _checkpoint_dtypes(model_dir):
 @testutil.requires_estimator
 def test_switch_precision_and_resume_under_tpu_estimator(tmp_path):
   from input_fn import inputs  # pylint: disable=g-import-not-at-top
-  from trainer.estimator import runner as estimator_runner  # pylint: disable=g-import-not-at-top
+  from trainer.runners.estimator import runner as estimator_runner  # pylint: disable=g-import-not-at-top
   model_dir = str(tmp_path)
   seen = []
   for precision, to_step in (('float32', 3), ('bfloat16', 6),

@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
-from trainer import loop
 from trainer.guard import preemption
+from trainer.runtime import loop
 
 def test_sigterm_sets_the_flag_instead_of_killing():
   with preemption.handling_sigterm():
@@ -93,7 +93,7 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,
 
 @testutil.requires_estimator
 def test_estimator_hooks_stop_training_and_abort_evaluation():
-  from trainer.estimator import hooks as estimator_hooks  # pylint: disable=g-import-not-at-top
+  from trainer.runners.estimator import loop_hooks as estimator_hooks  # pylint: disable=g-import-not-at-top
   policy = loop.LoopPolicy(save_every_steps=100, steps_per_loop=10,
                            global_batch=8, train_steps=100, model_dir='/m')
   hook = estimator_hooks.LoopPolicyHook(policy, to_step=100)

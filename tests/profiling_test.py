@@ -8,9 +8,9 @@ import pytest
 from input_fn import inputs
 from model_fn import models
 from tests import testutil
-from trainer import profiling
-from trainer.estimator import runner as estimator_runner
-from trainer.tf2 import runner as tf2_runner
+from trainer.runners.estimator import runner as estimator_runner
+from trainer.runners.tf2 import runner as tf2_runner
+from trainer.runtime import profiling
 
 
 def _profiles(model_dir):

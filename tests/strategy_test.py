@@ -1,11 +1,11 @@
-"""trainer/tf2/strategy.py: which strategy and which task is the chief."""
+"""trainer/runtime/strategy.py: which strategy and which task is the chief."""
 
 import json
 
 import pytest
 
-from trainer import tf_config
-from trainer.tf2 import strategy as strategy_lib
+from trainer.runtime import strategy as strategy_lib
+from trainer.runtime import tf_config
 
 
 def _config(cluster, kind, index):

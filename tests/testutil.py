@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from trainer import config as config_lib
-from trainer import controller
-from trainer.compat import estimator as estimator_compat
+from trainer.api import estimator_names as estimator_compat
+from trainer.runtime import checkpoints
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS_RAW = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
@@ -71,7 +71,7 @@ def call_on_cpu_devices(num_devices, fn, *args):
   if num_devices == 1:
     return fn(*args)
   code = ('import tests.conftest\n'
-          'from trainer.tf2 import strategy\n'
+          'from trainer.runtime import strategy\n'
           f'strategy.split_cpu({num_devices})\n'
           f'import {fn.__module__} as module\n'
           f'module.{fn.__name__}(*{args!r})\n')
@@ -193,7 +193,7 @@ def checkpoint_values(model_dir):
 
 def latest_step(model_dir):
   """global_step of model_dir's latest checkpoint (None if there is none)."""
-  return controller.latest_checkpoint_step(model_dir)
+  return checkpoints.latest_checkpoint_step(model_dir)
 
 
 # A legacy model_fn as teams write them: TPUEstimatorSpec and ModeKeys from

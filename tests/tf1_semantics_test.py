@@ -10,8 +10,8 @@ import tensorflow as tf
 from tests import testutil
 from trainer.compat import tf1_semantics
 from trainer.compat import tf_private
-from trainer.tf2 import model_fn_adapter
-from trainer.tf2 import strategy as strategy_lib
+from trainer.runners.tf2 import model_fn_adapter
+from trainer.runtime import strategy as strategy_lib
 
 v1 = tf.compat.v1
 TRAIN, EVAL = 'train', 'eval'

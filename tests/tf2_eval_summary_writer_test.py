@@ -15,9 +15,9 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
-from trainer import runners
 from trainer.compat import tf1_semantics
-from trainer.tf2 import summaries
+from trainer.runners import registry as runners
+from trainer.runners.tf2 import summaries
 
 v1 = tf.compat.v1
 tf2 = tf.compat.v2

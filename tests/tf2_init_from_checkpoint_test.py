@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
-from trainer import runners
+from trainer.runners import registry as runners
 
 v1 = tf.compat.v1
 N, BATCH = 32, 8

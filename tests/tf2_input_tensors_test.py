@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
-from trainer import runners
-from trainer.tf2 import input_tensors
+from trainer.runners import registry as runners
+from trainer.runners.tf2 import input_tensors
 
 v1 = tf.compat.v1
 N, BATCH = 48, 8

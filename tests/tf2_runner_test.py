@@ -13,8 +13,8 @@ from input_fn import inputs
 from model_fn import models
 from model_fn import summaries
 from tests import testutil
-from trainer import controller
-from trainer.tf2 import runner as tf2_runner
+from trainer.runners.tf2 import runner as tf2_runner
+from trainer.runtime import controller
 
 MLP_NAMES = {'global_step', 'beta1_power', 'beta2_power'} | {
     f'mlp/{layer}/{var}{slot}' for layer in ('dense1', 'logits')

@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from tests import testutil
 from trainer.api import specs
-from trainer.legacy import estimator as estimator_lib
-from trainer.legacy import run_config
+from trainer.facade import estimator as estimator_lib
+from trainer.facade import run_config
 
 v1 = tf.compat.v1
 ModeKeys = specs.ModeKeys

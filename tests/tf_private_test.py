@@ -14,7 +14,7 @@ LOSS_SCALING = '''
 import sys
 import tensorflow as tf
 from trainer.compat import tf_private
-from trainer.tf2 import strategy as strategy_lib
+from trainer.runtime import strategy as strategy_lib
 strategy_lib.split_cpu(2)
 strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
 for scaled in (False, True):

@@ -19,8 +19,8 @@ import tensorflow as tf
 from model_fn.native import classifier
 from tests import testutil
 from tests import verify_output
-from trainer import registry
 from trainer import verify_migration
+from trainer.models import registry
 
 RESNET18 = ['--model=resnet', '--resnet_depth=18', '--resnet_stem=small',
             '--train_batch_size=8', '--image_size=8', '--steps=3']

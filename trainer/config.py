@@ -2,10 +2,11 @@
 
 `Config` is built once, by the entry point from the parsed flags
 (trainer/params.py) or by the Estimator facade from a RunConfig
-(trainer/legacy/backend.py), and validated once (trainer/params.py's rules).
-Nothing reads a setting that is not here, and no consumer invents a default:
-flags.py takes its defaults from `DEFAULTS`, tests build configs with
-`Config(...)` / `replace`, and an unknown key is a TypeError naming it.
+(trainer/facade/engine/distributed/backend.py), and validated once
+(trainer/params.py's rules). Nothing reads a setting that is not here, and no
+consumer invents a default: flags.py takes its defaults from `DEFAULTS`, tests
+build configs with `Config(...)` / `replace`, and an unknown key is a TypeError
+naming it.
 
 Runners and model code read the `params` dict Estimator gives a model_fn,
 derived from the config by `as_params()` (list settings as lists).
@@ -15,8 +16,8 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
-# The runners --runner names (trainer/runners.py's registry has one entry
-# for each).
+# The runners --runner names (trainer/runners/registry.py's registry has one
+# entry for each).
 RUNNERS = ('estimator', 'tf2', 'native')
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')

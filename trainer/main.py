@@ -10,7 +10,7 @@ checkpoint when training (run it again to continue).
 
 import sys  # pylint: disable=g-bad-import-order
 
-from trainer import startup
+from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
@@ -29,14 +29,14 @@ import flags as trainer_flags
 from input_fn import corrupt_records
 from input_fn import record_framing
 from trainer import params as params_lib
-from trainer import registry
-from trainer import runners
 from trainer import user_flags
 from trainer.api import errors
 from trainer.compat import estimator_calls
+from trainer.facade import install as facade
 from trainer.guard import preemption
-from trainer.guard import run_guard
-from trainer.legacy import install as facade
+from trainer.models import registry
+from trainer.runners import registry as runners
+from trainer.runtime import run_guard
 
 FLAGS = flags.FLAGS
 

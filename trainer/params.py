@@ -99,7 +99,7 @@ def with_model_dir(config, model_dir):
 
 def default_runner():
   """'estimator' where this TensorFlow has TPUEstimator, else 'tf2'."""
-  from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
+  from trainer.api import estimator_names as estimator_compat  # pylint: disable=g-import-not-at-top
   return 'estimator' if estimator_compat.has_estimator() else 'tf2'
 
 
@@ -114,7 +114,8 @@ NATIVE_MODELS = ('mlp', 'resnet')
 
 
 def check_native(params):
-  """What the native runner (trainer/native) cannot do, refused by flag."""
+  """What the native runner (trainer/runners/native) cannot do, refused by
+  flag."""
   if params['model'] not in NATIVE_MODELS:
     raise ValueError(f'--runner=native trains the built-in models '
                      f'({", ".join(NATIVE_MODELS)}), not --model='
@@ -125,7 +126,7 @@ def check_native(params):
   if params['init_checkpoint']:
     raise ValueError('--init_checkpoint: --runner=native starts from a '
                      'converted checkpoint in --model_dir instead (python -m '
-                     'trainer.native.convert).')
+                     'trainer.runners.native.convert).')
   if params['serving_input_fn']:
     raise ValueError('--serving_input_fn: --runner=native exports the '
                      'built-in signature on encoded images only.')

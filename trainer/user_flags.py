@@ -45,8 +45,8 @@ from absl import flags
 from absl import logging
 
 from trainer import params as params_lib
-from trainer import registry
 from trainer.api import errors
+from trainer.models import registry
 
 MODULE_FLAGS = ('model', 'input', 'eval_input', 'predict_input',
                 'serving_input_fn')

@@ -4,13 +4,13 @@ r"""Proves two runners train the same, step by step, from the same weights.
   python -m trainer.verify_migration --runners=tf2,native --model=resnet \
       --resnet_depth=18 --precision=bfloat16 --num_cpu_devices=2
 
---runners=A,B with A, B among estimator (TF <= 2.15 only), tf2 and native
-(the built-in models only). The model is built once under the tf2 runner and
-saved as a TF1 checkpoint; the estimator and tf2 runs start from it, the
-native run from its conversion (trainer/native/convert.py). Each runner then
-trains --steps steps on the same batches. The tool prints a per-step table
-(both losses, |delta loss|, max |delta weight|), a last line with the maxima
-and the verdict, writes a PNG of both loss curves, and exits 1 on FAIL.
+--runners=A,B with A, B among estimator (TF <= 2.15 only), tf2 and native (the
+built-in models only). The model is built once under the tf2 runner and saved as
+a TF1 checkpoint; the estimator and tf2 runs start from it, the native run from
+its conversion (trainer/runners/native/convert.py). Each runner then trains
+--steps steps on the same batches. The tool prints a per-step table (both
+losses, |delta loss|, max |delta weight|), a last line with the maxima and the
+verdict, writes a PNG of both loss curves, and exits 1 on FAIL.
 
 What is compared: the loss of every step, and after every step the model's
 variables by TF1 name: the trainable ones and the batch-norm moving
@@ -78,7 +78,7 @@ measured 3.1e-6, XLA on one side only).
 
 import sys  # pylint: disable=g-bad-import-order
 
-from trainer import startup
+from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
@@ -95,15 +95,15 @@ import tensorflow as tf
 from trainer.api import errors
 import flags as trainer_flags
 from model_fn import layers
-from trainer import params as params_lib
-from trainer import registry
 from trainer import config as config_lib
-from trainer import runners
+from trainer import params as params_lib
 from trainer import user_flags
-from trainer.legacy import install as facade
-from trainer.compat import estimator as estimator_compat
-from trainer.tf2 import runner as tf2_runner
-from trainer.tf2 import strategy as strategy_lib
+from trainer.api import estimator_names as estimator_compat
+from trainer.facade import install as facade
+from trainer.models import registry
+from trainer.runners import registry as runners
+from trainer.runners.tf2 import runner as tf2_runner
+from trainer.runtime import strategy as strategy_lib
 
 FLAGS = flags.FLAGS
 RUNNERS = config_lib.RUNNERS
@@ -231,8 +231,8 @@ def _run_tf2(params, model_fn, input_fn, steps, init_dir, strategy):
 def _run_native(params, model_fn, input_fn, steps, init_dir, strategy):
   del model_fn  # The native runner trains the built-in model's Keras twin.
   # pylint: disable=g-import-not-at-top  (Keras 2, Orbit: only when asked)
-  from trainer.native import convert
-  from trainer.native import runner as native_runner
+  from trainer.runners.native import convert
+  from trainer.runners.native import runner as native_runner
   convert.convert(init_dir, params, params['model_dir'])
   runner = native_runner.NativeRunner(dict(params, runner='native'),
                                       strategy[0], input_fn=input_fn)

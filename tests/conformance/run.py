@@ -46,8 +46,8 @@ def _namespace(est, tpu, export, inputs):
 def api_for(kind):
   """The Estimator API a cell's program is given: 'real' or 'project'."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from trainer.compat import estimator as estimator_compat  # pylint: disable=g-import-not-at-top
-  from trainer.legacy import install  # pylint: disable=g-import-not-at-top
+  from trainer.api import estimator_names as estimator_compat  # pylint: disable=g-import-not-at-top
+  from trainer.facade import install  # pylint: disable=g-import-not-at-top
   if kind == 'real':
     if not estimator_compat.has_estimator():
       raise SystemExit(f'TF {tf.__version__} has no real Estimator.')
@@ -70,7 +70,7 @@ def main(argv):
   parser.add_argument('--out', required=True)
   parser.add_argument('--cells', default='')
   args = parser.parse_args(argv)
-  from trainer import startup  # pylint: disable=g-import-not-at-top
+  from trainer.runtime import startup  # pylint: disable=g-import-not-at-top
   startup.select_keras()
   _split_cpu()
   api = api_for(args.api)

@@ -12,7 +12,10 @@
     (Estimator's gc lists export directories so, and its tests mock it);
   * eager execution as a context (`context.eager_mode()`) and whether
     control flow v2 is on: a program that disabled TF2 behaviour gets it
-    back for the facade's tf2-runner calls only.
+    back for the facade's tf2-runner calls only;
+  * TF's FileWriter class, which the facade's FakeSummaryWriter replaces
+    while installed (a run-time patch of TF, as tensorflow_estimator's
+    fake_summary_writer does), and test_util's meta graph comparison.
 These have not changed from TF 2.15 to 2.21; tests/legacy_api_test.py
 reads each on every lane.
 """
@@ -73,3 +76,22 @@ def control_flow_v2_enabled():
 def list_directory(path):
   """gfile.ListDirectory(path), as the platform module has it now."""
   return gfile.ListDirectory(path)
+
+
+def file_writer_class():
+  """The FileWriter TF's summary writer module uses now."""
+  from tensorflow.python.summary.writer import writer  # pylint: disable=g-import-not-at-top
+  return writer.FileWriter
+
+
+def replace_file_writer(cls):
+  """Makes `cls` TF's FileWriter, FileWriterCache's included."""
+  from tensorflow.python.summary.writer import writer  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.summary.writer import writer_cache  # pylint: disable=g-import-not-at-top
+  writer.FileWriter = writer_cache.FileWriter = cls
+
+
+def assert_meta_graph_protos_equal(test_case, expected, actual):
+  """test_util's check that two MetaGraphDefs are equal, with test_case."""
+  from tensorflow.python.framework import test_util  # pylint: disable=g-import-not-at-top
+  test_util.assert_meta_graph_protos_equal(test_case, expected, actual)

@@ -1,7 +1,7 @@
 """Stops training on a NaN or Inf loss, naming the step, before it is saved.
 
-The loop policy (trainer/loop.py) checks the losses after every loop and the
-variables before every checkpoint, so the latest checkpoint stays the last
+The loop policy (trainer/runtime/loop.py) checks the losses after every loop and
+the variables before every checkpoint, so the latest checkpoint stays the last
 good one.
 """
 

@@ -14,7 +14,7 @@ SIGTERM caught`) when the strategy starts, which would swallow the signal;
 `reclaim()` puts this module's handlers back (the loop driver calls it after
 the strategy exists and before each loop). The workers then agree after
 each loop whether any of them was stopped (the runner's collective, see
-trainer/driver.py), so all stop at the same step, each with its checkpoint:
+trainer/runtime/driver.py), so all stop at the same step, each with its checkpoint:
 `request(peer=True)` marks a stop asked by a peer.
 
 Blocks nest: an inner `handling_signals()` (the facade's engine inside the

@@ -26,8 +26,8 @@ import runpy
 import signal
 import sys
 
-from trainer import startup
 from trainer.api import errors
+from trainer.runtime import startup
 
 USAGE = """\
 usage: python -m trainer.legacy [--cpu_fallback] [--peer_timeout_secs=N]
@@ -137,8 +137,8 @@ def _prepare(cpu_fallback, peer_timeout_secs, skip_corrupt_records=False):
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
   # pylint: disable=g-import-not-at-top  (after the Keras choice)
   import tensorflow as tf
-  from trainer.legacy import cluster
-  from trainer.legacy import install
+  from trainer.compat import cpu_fallback as cluster
+  from trainer.facade import install
   if install.install() or install.installed():
     _say(f'TensorFlow {tf.__version__} has no tf.estimator: the program\'s '
          'Estimator calls run on the tf2 runner (trainer.legacy facade).')
@@ -203,7 +203,7 @@ def _configure_peers(timeout_secs):
     return  # The program's own TF_CONFIG error is clearer.
   if has_ps:
     return
-  from trainer import tf_config  # pylint: disable=g-import-not-at-top
+  from trainer.runtime import tf_config  # pylint: disable=g-import-not-at-top
   tf_config.configure_peer_timeout(timeout_secs)
 
 

@@ -16,7 +16,7 @@ host.py).
 
 import sys  # pylint: disable=g-bad-import-order
 
-from trainer import startup
+from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
@@ -29,12 +29,12 @@ from absl import logging
 
 import flags as trainer_flags
 from trainer import params as params_lib
-from trainer import registry
-from trainer.legacy import install as facade
+from trainer.facade import install as facade
 from trainer.memory import footprint
 from trainer.memory import host
 from trainer.memory import report as report_lib
 from trainer.memory import xla
+from trainer.models import registry
 
 FLAGS = flags.FLAGS
 PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.

@@ -114,7 +114,7 @@ def main():
     raise SystemExit('Set XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_as_text" '
                      'and pass params as JSON on stdin (or call measure()).')
   params = json.load(sys.stdin)
-  from trainer import registry  # pylint: disable=g-import-not-at-top
+  from trainer.models import registry  # pylint: disable=g-import-not-at-top
   loss = run_one_step(registry.resolve_model_fn(params['model']), params)
   print(json.dumps(dict(largest_module(dump_dir), loss=loss)))
 

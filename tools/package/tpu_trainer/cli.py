@@ -7,7 +7,8 @@ set-up before TensorFlow's first import happens first):
   tpu-trainer-legacy             python -m tpu_trainer.trainer.legacy
   tpu-trainer-verify-migration   python -m tpu_trainer.trainer.verify_migration
   tpu-trainer-memory             python -m tpu_trainer.trainer.memory
-  tpu-trainer-convert            python -m tpu_trainer.trainer.native.convert
+  tpu-trainer-convert            python -m
+  tpu_trainer.trainer.runners.native.convert
 
 The trainer, verify_migration, the memory report and the converter also take
 a packaged flagfile by its repository path from any directory
@@ -64,7 +65,7 @@ def _run(module, flagfiles=True):
   if flagfiles:
     sys.argv[1:] = resolve_packaged_flagfiles(sys.argv[1:])
   # Usage lines and --help name the script the user typed.
-  from tpu_trainer.trainer import startup  # pylint: disable=g-import-not-at-top
+  from tpu_trainer.trainer.runtime import startup  # pylint: disable=g-import-not-at-top
   startup.set_program_name(os.path.basename(sys.argv[0]))
   runpy.run_module(f'tpu_trainer.{module}', run_name='__main__',
                    alter_sys=True)
@@ -87,4 +88,4 @@ def memory():
 
 
 def convert():
-  _run('trainer.native.convert')
+  _run('trainer.runners.native.convert')

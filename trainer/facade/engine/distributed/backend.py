@@ -1,0 +1,260 @@
+"""The facade's one link to the tf2 runner: Estimator calls -> Tf2Runner.
+
+Each Estimator call builds one Tf2Runner (as Estimator builds one graph per
+call), restoring model_dir's latest checkpoint, with runner_fns.RunnerFns's
+model_fn / input_fn (Estimator's calling conventions) and these settings:
+  seed <- RunConfig.tf_random_seed;  keep_checkpoint_max <- same name;
+  save_checkpoints_steps / _secs <- same names (a CheckpointSaverHook in
+      train(hooks=...) overrides them for the call, in the runner);
+  save_summary_steps, log_step_count_steps <- same names;
+  jit_compile <- off: Estimator does not XLA-compile on CPU/GPU (string
+      features, numerics as TF 2.15's); TPUStrategy compiles anyway;
+  iterations_per_loop <- TPUConfig.iterations_per_loop (Estimator:
+      log_step_count_steps, so hooks and the progress line come as often);
+  train/eval_batch_size <- TPUEstimator's global batch of the call's mode
+      (0 for Estimator, whose input_fn batches itself);
+  the strategy <- RunConfig.train_distribute / eval_distribute, else a
+      TPUStrategy on RunConfig.cluster (use_tpu), else the runner's choice
+      (TF_CONFIG -> MultiWorkerMirrored, local devices otherwise).
+Everything else (hooks, listeners, checkpoint cadence, the end of the
+input, eval events, Scaffold, export signatures) is the runner's.
+"""
+
+import dataclasses
+import logging as std_logging
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from trainer import config as config_lib
+from trainer.api import specs
+from trainer.facade import run_config
+from trainer.facade.engine.distributed import runner_fns
+from trainer.facade.engine.distributed import session_config
+from trainer.facade.hooks import hooks as hooks_lib
+from trainer.facade.tpu import util
+from trainer.guard import nonfinite
+from trainer.guard import preemption
+from trainer.runners.tf2 import runner as tf2_runner
+
+# A module logger, not absl's module functions: those call basicConfig()
+# before the program's app.run, and TF's log lines then print twice.
+logging = std_logging.getLogger(__name__)
+
+ModeKeys = specs.ModeKeys
+_tpu_strategies = {}  # id(resolver) -> TPUStrategy, one per process.
+
+
+@dataclasses.dataclass
+class Model:
+  """What a facade Estimator is: its model_fn and configuration."""
+  model_fn: Any
+  params: dict
+  config: Any  # trainer.facade.run_config.RunConfig
+  is_tpu: bool = False  # TPUEstimator (params get batch_size, use_tpu).
+  use_tpu: bool = False
+  train_batch_size: Optional[int] = None
+  eval_batch_size: Optional[int] = None
+  predict_batch_size: Optional[int] = None
+  warm_start: Any = None  # WarmStartSettings or None.
+
+  def batch_size(self, mode):
+    """TPUEstimator's global batch for mode (None for Estimator)."""
+    return {ModeKeys.TRAIN: self.train_batch_size,
+            ModeKeys.EVAL: self.eval_batch_size,
+            ModeKeys.PREDICT: self.predict_batch_size}[mode]
+
+  @property
+  def model_dir(self):
+    return self.config.model_dir
+
+
+def _check_cluster(config):
+  if run_config.training_cluster(config)[1]:
+    raise NotImplementedError(
+        'Parameter-server training (TF_CONFIG names "ps" tasks) is not '
+        'supported by trainer.legacy: the tf2 runner trains with '
+        'MultiWorkerMirroredStrategy; give TF_CONFIG "chief"/"worker" tasks '
+        'only.')
+  if config.device_fn is not None:
+    raise NotImplementedError(
+        'RunConfig(device_fn=...) is not supported by trainer.legacy: the '
+        'tf.distribute strategy places variables and ops; drop device_fn.')
+  for name in ('train_distribute', 'eval_distribute'):
+    strategy = getattr(config, name)
+    kind = type(strategy).__name__
+    if 'ParameterServer' in kind or 'CentralStorage' in kind:
+      raise NotImplementedError(
+          f'RunConfig({name}={kind}) is not supported by trainer.legacy: '
+          'parameter-server training has no tf2-runner equivalent; use '
+          'MirroredStrategy or MultiWorkerMirroredStrategy.')
+
+
+def _kind(strategy):
+  """The tf2 runner's name for a strategy's kind."""
+  if isinstance(strategy, tf.distribute.TPUStrategy):
+    return 'tpu'
+  if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return 'multi_worker_mirrored'
+  if isinstance(strategy, tf.distribute.MirroredStrategy):
+    return 'mirrored'
+  return type(strategy).__name__
+
+
+def _checkpoint_step(model_dir):
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    return 0
+  return tf.train.load_checkpoint(path).get_tensor('global_step')
+
+
+def _check_checkpoint(path):
+  if path is not None and not tf.io.gfile.exists(path + '.index'):
+    raise ValueError(f'checkpoint_path {path}: no such checkpoint (no '
+                     f'{path}.index).')
+
+
+class Backend:
+  """Runs one facade Estimator's train/evaluate/predict/export on Tf2Runner."""
+
+  def __init__(self, model):
+    self.model = model
+    session_config.apply(model.config.session_config)
+
+  def _params(self, mode, train_steps=None):
+    model, config = self.model, self.model.config
+    tpu_config = getattr(config, 'tpu_config', None)
+    if model.is_tpu and tpu_config is not None:
+      loop, unit = util.parse_iterations_per_loop(
+          tpu_config.iterations_per_loop)
+      if unit == 'seconds':
+        raise NotImplementedError(
+            f'TPUConfig(iterations_per_loop={tpu_config.iterations_per_loop!r})'
+            ' (a duration) is not supported by trainer.legacy on a TPU or '
+            'with a distribution strategy: give a number of steps.')
+    else:
+      loop = config.log_step_count_steps or 100
+    eval_mode = ModeKeys.EVAL if mode == ModeKeys.TRAIN else mode
+    return config_lib.Config(
+        runner='tf2', seed=config.tf_random_seed, jit_compile='off',
+        # The launcher configures the peer heartbeat (--peer_timeout_secs).
+        peer_timeout_secs=0,
+        train_batch_size=model.train_batch_size or 0,
+        eval_batch_size=model.batch_size(eval_mode) or 0,
+        model_dir=model.model_dir,
+        keep_checkpoint_max=config.keep_checkpoint_max or None,
+        iterations_per_loop=loop,
+        save_checkpoints_steps=config.save_checkpoints_steps,
+        save_checkpoints_secs=config.save_checkpoints_secs,
+        save_summary_steps=config.save_summary_steps,
+        log_step_count_steps=config.log_step_count_steps,
+        train_steps=train_steps or 0).as_params()
+
+  def _strategy(self, mode):
+    """(strategy, kind) from the RunConfig, or None for the runner's own."""
+    config = self.model.config
+    which = 'train_distribute' if mode == ModeKeys.TRAIN else (
+        'eval_distribute')
+    strategy = getattr(config, which)
+    if strategy is not None:
+      return strategy, _kind(strategy)
+    if self.model.use_tpu:
+      resolver = getattr(config, 'cluster', None)
+      if resolver is None:
+        raise ValueError(
+            'TPUEstimator(use_tpu=True): the RunConfig has no cluster (a '
+            'TPUClusterResolver). Pass use_tpu=False to run on CPU/GPU, or '
+            'run through `python -m trainer.legacy --cpu_fallback`.')
+      if id(resolver) not in _tpu_strategies:
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        _tpu_strategies[id(resolver)] = tf.distribute.TPUStrategy(resolver)
+      return _tpu_strategies[id(resolver)], 'tpu'
+    return None
+
+  def _runner(self, mode, input_fn=None, train_steps=None):
+    """A Tf2Runner for one call in `mode`, and its RunnerFns."""
+    config = self.model.config
+    _check_cluster(config)
+    fns = runner_fns.RunnerFns(self.model, input_fn)
+    runner = tf2_runner.Tf2Runner(
+        self._params(mode, train_steps), fns.model_fn,
+        None if input_fn is None else fns.input_fn, model_params={},
+        config=config, strategy=self._strategy(mode))
+    fns.distributed = (runner.num_replicas > 1 or
+                       runner.strategy_kind == 'tpu')
+    return runner, fns
+
+  def train(self, input_fn, *, hooks, listeners):
+    """Trains from model_dir's latest checkpoint until a StopAtStepHook of
+    `hooks` says (or the input ends), with the call's hooks and listeners;
+    returns the loss of the last step trained (None if none was), which
+    Estimator logs as 'Loss for final step'."""
+    start = int(_checkpoint_step(self.model.model_dir))
+    to_step = hooks_lib.stop_step(hooks, start)
+    runner, _ = self._runner(ModeKeys.TRAIN, input_fn, to_step)
+    # Under a strategy TensorFlow may take SIGTERM over (multi-worker): the
+    # runner stops at a loop's end with a checkpoint, every worker at the
+    # same step, and the program exits 143 (130 for SIGINT).
+    with preemption.handling_signals():
+      try:
+        loss = runner.train(to_step, hooks=hooks, saving_listeners=listeners)
+      except nonfinite.NonFiniteLossError as e:
+        raise hooks_lib.NanLossDuringTrainingError() from e
+      if preemption.requested():
+        logging.warning('%s Exiting with status %d.',
+                        preemption.stopped_message(runner.global_step(),
+                                                   self.model.model_dir),
+                        preemption.exit_status())
+        raise SystemExit(preemption.exit_status())
+    return loss
+
+  def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):
+    """Estimator.evaluate's dict (the runner writes model_dir/eval[_name])."""
+    _check_checkpoint(checkpoint_path)
+    runner, _ = self._runner(ModeKeys.EVAL, input_fn)
+    metrics = runner.evaluate(steps, checkpoint_path=checkpoint_path,
+                              hooks=hooks, name=name)
+    step = np.int64(metrics.pop('global_step'))
+    # As a Session returns them: numpy values of the metric's dtype (bytes
+    # for a string); a plain Python number becomes np.float32.
+    result = {k: v if isinstance(v, (np.generic, np.ndarray, bytes))
+              else np.float32(v) for k, v in metrics.items()}
+    result['global_step'] = step  # (The runner logged 'Saving dict ...'.)
+    return result
+
+  def predict(self, input_fn, *, checkpoint_path, hooks,
+              yield_single_examples, predict_keys):
+    """Yields Estimator.predict's values: per example (or batch), keys
+    filtered as Estimator filters them."""
+    _check_checkpoint(checkpoint_path)
+    runner, fns = self._runner(ModeKeys.PREDICT, input_fn)
+    for value in runner.predict(checkpoint_path=checkpoint_path, hooks=hooks,
+                                yield_single_examples=yield_single_examples):
+      if not fns.predictions_are_dict:
+        if predict_keys:
+          raise ValueError('predict_keys argument is not valid in case of '
+                           'non-dict predictions.')
+        yield value['predictions']
+        continue
+      if predict_keys:
+        kept = {k: v for k, v in value.items() if k in predict_keys}
+        if not kept:
+          raise ValueError(f'Expected to run at least one output from '
+                           f'{list(value)}, provided {predict_keys}.')
+        value = kept
+      yield value
+
+  def export(self, export_dir_base, serving_input_receiver_fn, *,
+             checkpoint_path):
+    """Path of a SavedModel of the PREDICT graph fed by the receiver fn."""
+    _check_checkpoint(checkpoint_path)
+    path = checkpoint_path or tf.train.latest_checkpoint(self.model.model_dir)
+    if path is None:
+      raise ValueError(
+          f"Couldn't find trained model at {self.model.model_dir}.")
+    runner, _ = self._runner(ModeKeys.PREDICT)
+    return runner.export(export_dir_base,
+                         serving_input_receiver_fn=serving_input_receiver_fn,
+                         checkpoint_path=path)

@@ -1,0 +1,135 @@
+"""Estimator.train in a TF1 graph: one graph and one MonitoredTrainingSession
+per call, as tf.estimator does.
+
+The graph is seeded with RunConfig.tf_random_seed and built under the
+RunConfig's device function: global_step and its read, the input_fn's
+features and labels, the model_fn's TRAIN spec. Warm-starting happens when
+model_dir has no checkpoint. A `loss` summary is added unless the model_fn
+made one. Hooks, in Estimator's order: the input's, the call's (with its
+StopAtStepHook), NanTensorHook, LoggingTensorHook(loss, step) every
+log_step_count_steps, the spec's training_hooks; chief-only: a
+CheckpointSaverHook at the RunConfig's cadence (unless a hook is one; the
+saving listeners attach to the first), the spec's training_chief_hooks. The
+session (tensorflow.python.training.training.MonitoredTrainingSession)
+writes summaries every save_summary_steps and global_step/sec every
+log_step_count_steps, except in a master+worker cluster, where worker 0
+writes them. The loop runs [train_op, loss] until a hook stops it or the
+input ends.
+"""
+
+import tensorflow as tf
+
+from trainer.api import specs
+from trainer.compat import facade_private
+from trainer.compat import tf_private
+from trainer.facade.engine.graph import inputs
+from trainer.facade.engine.graph import program as program_lib
+
+_v1 = tf.compat.v1
+ModeKeys = specs.ModeKeys
+
+
+def train(program, input_fn, hooks, saving_listeners):
+  """Trains `program` with `input_fn`; `hooks` include the call's stop
+  hook. Returns the loss of the last step (None if none ran)."""
+  graph = program_lib.new_graph(program)
+  with tf_private.graph_mode(), graph.as_default(), graph.device(
+      program_lib.device_fn(program.config)):
+    global_step = program_lib.create_global_step(program, graph)
+    tf_private.create_global_step_read(graph)
+    features, labels, input_hooks = inputs.features_and_labels(
+        program.call_input_fn(input_fn, ModeKeys.TRAIN))
+    spec = program.call_model_fn(features, labels, ModeKeys.TRAIN)
+    global_step = _v1.train.get_global_step(graph)
+    return _train_with_spec(program, spec, list(input_hooks), list(hooks),
+                            global_step, list(saving_listeners))
+
+
+def _maybe_warm_start(program):
+  if program.warm_start and not tf.train.latest_checkpoint(program.model_dir):
+    _v1.logging.info('Warm-starting with WarmStartSettings: %s',
+                     program.warm_start)
+    _v1.train.warm_start(*program.warm_start)
+
+
+def _master_worker_cluster(config):
+  spec = config.cluster_spec
+  jobs = spec.jobs if spec else []
+  return 'worker' in jobs and 'master' in jobs
+
+
+def _train_with_spec(program, spec, worker_hooks, hooks, global_step,
+                     saving_listeners):
+  config = program.config
+  _maybe_warm_start(program)
+  if not any(s.op.name == 'loss'
+             for s in _v1.get_collection(_v1.GraphKeys.SUMMARIES)):
+    _v1.summary.scalar('loss', spec.loss)
+  _v1.add_to_collection(_v1.GraphKeys.LOSSES, spec.loss)
+  worker_hooks.extend(hooks)
+  worker_hooks.append(_v1.train.NanTensorHook(spec.loss))
+  if config.log_step_count_steps is not None:
+    worker_hooks.append(_v1.train.LoggingTensorHook(
+        {'loss': spec.loss, 'step': global_step},
+        every_n_iter=config.log_step_count_steps))
+  worker_hooks.extend(spec.training_hooks)
+  if not (spec.scaffold.saver or _v1.get_collection(_v1.GraphKeys.SAVERS)):
+    _v1.add_to_collection(_v1.GraphKeys.SAVERS, _v1.train.Saver(
+        sharded=True, max_to_keep=config.keep_checkpoint_max,
+        keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
+        defer_build=True, save_relative_paths=True))
+
+  chief_hooks = []
+  all_hooks = worker_hooks + list(spec.training_chief_hooks)
+  saver_hooks = [h for h in all_hooks
+                 if isinstance(h, _v1.train.CheckpointSaverHook)]
+  if config.save_checkpoints_secs or config.save_checkpoints_steps:
+    if not saver_hooks:
+      chief_hooks = [_v1.train.CheckpointSaverHook(
+          program.model_dir, save_secs=config.save_checkpoints_secs,
+          save_steps=config.save_checkpoints_steps, scaffold=spec.scaffold,
+          save_graph_def=config.checkpoint_save_graph_def)]
+      saver_hooks = chief_hooks[:1]
+  if saving_listeners:
+    if not saver_hooks:
+      raise ValueError(
+          'There should be a CheckpointSaverHook to use saving_listeners. '
+          'Please set one of the RunConfig.save_checkpoints_steps or '
+          'RunConfig.save_checkpoints_secs.')
+    for listener in saving_listeners:
+      facade_private.add_saver_listener(saver_hooks[0], listener)
+
+  save_summary_steps = config.save_summary_steps
+  log_step_count_steps = config.log_step_count_steps
+  if _master_worker_cluster(config):
+    # Worker 0 writes summaries: the master also evaluates.
+    save_summary_steps, log_step_count_steps = 0, None
+    if config.task_type == 'worker' and config.task_id == 0:
+      if config.save_summary_steps and config.save_summary_steps > 0:
+        worker_hooks.append(_v1.train.SummarySaverHook(
+            save_steps=config.save_summary_steps,
+            output_dir=config.model_dir, scaffold=spec.scaffold))
+      if config.log_step_count_steps and config.log_step_count_steps > 0:
+        worker_hooks.append(_v1.train.StepCounterHook(
+            every_n_steps=config.log_step_count_steps,
+            output_dir=config.model_dir))
+
+  session = tf_private.training_module().MonitoredTrainingSession(
+      master=config.master, is_chief=config.is_chief,
+      checkpoint_dir=program.model_dir, scaffold=spec.scaffold,
+      hooks=worker_hooks,
+      chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
+      save_checkpoint_secs=0, save_summaries_steps=save_summary_steps,
+      config=program.session_config,
+      max_wait_secs=config.session_creation_timeout_secs,
+      log_step_count_steps=log_step_count_steps,
+      save_graph_def=config.checkpoint_save_graph_def)
+  loss, steps = None, 0
+  with session as mon_sess:
+    while not mon_sess.should_stop():
+      steps += 1
+      _, loss = mon_sess.run([spec.train_op, spec.loss])
+  if steps == 0:
+    _v1.logging.warn('Training with estimator made no steps. Perhaps input '
+                     'is empty or misspecified.')
+  return loss

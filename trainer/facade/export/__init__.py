@@ -1,0 +1,1 @@
+"""tf.estimator.export of the facade: input receivers and export outputs."""

@@ -1,0 +1,2 @@
+"""tf.estimator hooks of the facade: TF core's SessionRunHooks, the
+in-memory evaluator and the fake summary writer."""

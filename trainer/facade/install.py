@@ -1,0 +1,319 @@
+"""Makes the facade appear wherever legacy programs look for Estimator.
+
+On TensorFlow without Estimator (>= 2.16), install() sets
+  tf.estimator, tf.compat.v2.estimator               (TF2 API: no tpu)
+  tf.compat.v1.estimator (+ .tpu, .export, .experimental, .inputs)
+and registers the same modules in sys.modules under those names and under
+the private paths old programs import: tensorflow.python.estimator[.*],
+tensorflow_estimator[.python.estimator[.*]], tensorflow.python.tpu.
+tpu_estimator / tpu_config. Idempotent; on TF with the real Estimator it
+changes nothing.
+"""
+
+import importlib
+import importlib.util
+import logging as std_logging
+import sys
+import types
+
+import tensorflow as tf
+
+from trainer.api import estimator_names as estimator_compat
+from trainer.api import specs
+from trainer.compat import estimator_calls
+from trainer.facade import early_stopping
+from trainer.facade import estimator as estimator_lib
+from trainer.facade import exporter
+from trainer.facade import extenders
+from trainer.facade import gc
+from trainer.facade import run_config
+from trainer.facade import training
+from trainer.facade import unsupported
+from trainer.facade.engine.graph import added_hooks as graph_hooks
+from trainer.facade.engine.graph import inputs as graph_inputs
+from trainer.facade.export import export
+from trainer.facade.export import export_output
+from trainer.facade.hooks import fake_summary_writer
+from trainer.facade.hooks import hooks
+from trainer.facade.hooks import in_memory_evaluator
+from trainer.facade.inputs import numpy_io as inputs
+from trainer.facade.inputs import pandas_io
+from trainer.facade.tpu import inference as tpu_inference
+from trainer.facade.tpu import tpu_config
+from trainer.facade.tpu import tpu_estimator as tpu_estimator_lib
+from trainer.facade.tpu import util
+from trainer.runtime import eval_summaries
+
+# A module logger, not absl's module functions: those call basicConfig()
+# before the program's app.run, and TF's log lines then print twice.
+logging = std_logging.getLogger(__name__)
+
+FACADE_MARK = estimator_compat.FACADE_MARK
+
+
+class PredictionKeys:
+  """The prediction dict keys of canned Estimators (their public names)."""
+  CLASSES = 'classes'
+  CLASS_IDS = 'class_ids'
+  ALL_CLASSES = 'all_classes'
+  ALL_CLASS_IDS = 'all_class_ids'
+  LOGISTIC = 'logistic'
+  LOGITS = 'logits'
+  PREDICTIONS = 'predictions'
+  PROBABILITIES = 'probabilities'
+  TOP_K = 'top_k'
+
+
+_modules = {}
+has_estimator = estimator_compat.has_estimator
+
+
+def _module(name, names, package=False):
+  """A facade module `name` holding `names`; unknown attributes say so."""
+  module = types.ModuleType(name, f'trainer.legacy facade: {name}.')
+  module.__dict__.update(names)
+  setattr(module, FACADE_MARK, True)
+  if package:
+    module.__path__ = []
+
+  def __getattr__(attr):  # pylint: disable=invalid-name
+    if attr.startswith('__'):
+      raise AttributeError(attr)
+    raise AttributeError(
+        f"module '{name}' has no attribute '{attr}': trainer.legacy provides "
+        f'the Estimator API on TensorFlow {tf.__version__} without it (see '
+        'MIGRATION.md, "Step 0").')
+
+  module.__getattr__ = __getattr__
+  return module
+
+
+_HOOK_NAMES = (
+    'CheckpointSaverHook', 'CheckpointSaverListener', 'FeedFnHook',
+    'FinalOpsHook', 'GlobalStepWaiterHook', 'LoggingTensorHook',
+    'NanLossDuringTrainingError', 'NanTensorHook', 'ProfilerHook',
+    'SecondOrStepTimer', 'SessionRunArgs', 'SessionRunContext',
+    'SessionRunHook', 'SessionRunValues', 'StepCounterHook', 'StopAtStepHook',
+    'SummarySaverHook')
+_EXPORT_NAMES = (
+    'ClassificationOutput', 'EvalOutput', 'ExportOutput', 'PredictOutput',
+    'RegressionOutput', 'ServingInputReceiver', 'TensorServingInputReceiver',
+    'build_parsing_serving_input_receiver_fn',
+    'build_raw_serving_input_receiver_fn')
+
+
+def _namespaces():
+  """{module name: (names, is_package)} of every facade module."""
+  export_names = {n: getattr(export_output if n.endswith('Output') else
+                             export, n) for n in _EXPORT_NAMES}
+  export_module = dict(export_names, **{n: getattr(export, n) for n in (
+      'SupervisedInputReceiver', 'UnsupervisedInputReceiver',
+      'build_raw_supervised_input_receiver_fn',
+      'build_supervised_input_receiver_fn_from_input_fn',
+      'wrap_and_check_input_tensors')})
+  input_names = {'numpy_input_fn': inputs.numpy_input_fn,
+                 'pandas_input_fn': pandas_io.pandas_input_fn}
+  tpu = {'TPUEstimator': tpu_estimator_lib.TPUEstimator,
+         'TPUEstimatorSpec': specs.TPUEstimatorSpec,
+         'RunConfig': tpu_config.TPURunConfig,
+         'TPUConfig': tpu_config.TPUConfig,
+         'InputPipelineConfig': tpu_config.InputPipelineConfig}
+  tpu_estimator = dict(tpu, **{n: getattr(tpu_inference, n) for n in (
+      'BatchConfig', 'ExportSavedModelApiVersion', 'inference_on_tpu',
+      'model_fn_inference_on_tpu')})
+  v2 = {
+      'Estimator': estimator_lib.EstimatorV2,
+      'EstimatorSpec': specs.EstimatorSpec, 'ModeKeys': specs.ModeKeys,
+      'RunConfig': run_config.RunConfig, 'TrainSpec': training.TrainSpec,
+      'EvalSpec': training.EvalSpec,
+      'train_and_evaluate': training.train_and_evaluate,
+      'WarmStartSettings': estimator_lib.WarmStartSettings,
+      'VocabInfo': estimator_lib.VocabInfo, 'Exporter': exporter.Exporter,
+      'BestExporter': exporter.BestExporter,
+      'add_metrics': extenders.add_metrics,
+      'FinalExporter': exporter.FinalExporter,
+      'LatestExporter': exporter.LatestExporter,
+      **{n: getattr(hooks, n) for n in _HOOK_NAMES},
+      **unsupported.stubs('tf.estimator')}
+  experimental = {
+      **unsupported.stubs('tf.estimator.experimental'),
+      'call_logit_fn': estimator_calls.call_logit_fn,
+      'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook,
+      'build_raw_supervised_input_receiver_fn':
+          export.build_raw_supervised_input_receiver_fn,
+      **{n: getattr(early_stopping, n) for n in (
+          'make_early_stopping_hook', 'make_stop_at_checkpoint_step_hook',
+          'stop_if_higher_hook',
+          'stop_if_lower_hook', 'stop_if_no_decrease_hook',
+          'stop_if_no_increase_hook')}}
+  estimator_module = {
+      'Estimator': estimator_lib.Estimator,
+      'EstimatorV2': estimator_lib.EstimatorV2,
+      'WarmStartSettings': estimator_lib.WarmStartSettings,
+      'VocabInfo': estimator_lib.VocabInfo,
+      '_load_global_step_from_checkpoint_dir':
+          estimator_lib.load_global_step_from_checkpoint_dir,
+      # Private, but the reference's own tests and tools call them.
+      '_write_dict_to_summary': eval_summaries.write_dict_to_summary,
+      '_write_checkpoint_path_to_summary':
+          eval_summaries.write_checkpoint_path_to_summary}
+  stop_at_checkpoint = {
+      'make_stop_at_checkpoint_step_hook':
+          early_stopping.make_stop_at_checkpoint_step_hook,
+      '_StopAtCheckpointStepHook': early_stopping._StopAtCheckpointStepHook,  # pylint: disable=protected-access
+      'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook}
+  canned = {n: v2[n] for n in v2 if n.startswith(('DNN', 'Linear', 'Baseline',
+                                                    'BoostedTrees'))}
+  private = {
+      '': ({}, True),
+      '.canned': (dict(canned), True),
+      '.canned.dnn': ({n: v for n, v in canned.items()
+                       if n.startswith('DNN') and 'Linear' not in n}, False),
+      '.canned.linear': ({n: v for n, v in canned.items()
+                          if n.startswith('Linear')}, False),
+      '.canned.dnn_linear_combined': ({n: v for n, v in canned.items()
+                                       if n.startswith('DNNLinear')}, False),
+      '.canned.baseline': ({n: v for n, v in canned.items()
+                            if n.startswith('Baseline')}, False),
+      '.canned.prediction_keys': ({'PredictionKeys': PredictionKeys}, False),
+      '.estimator': (estimator_module, False),
+      '.estimator_lib': (dict(v2, Estimator=estimator_lib.Estimator), False),
+      '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
+                     'ModeKeys': specs.ModeKeys,
+                     'call_logit_fn': estimator_calls.call_logit_fn,
+                     'LOSS_METRIC_KEY': specs.LOSS_METRIC_KEY,
+                     'AVERAGE_LOSS_METRIC_KEY': 'average_loss'}, False),
+      '.inputs': (input_names, True),
+      '.inputs.inputs': (input_names, False),
+      '.inputs.numpy_io': ({'numpy_input_fn': inputs.numpy_input_fn}, False),
+      '.inputs.pandas_io': ({'pandas_input_fn': pandas_io.pandas_input_fn},
+                            False),
+      '.mode_keys': ({'ModeKeys': specs.ModeKeys}, False),
+      '.gc': ({n: getattr(gc, n) for n in (
+          'Path', '_largest_export_versions', '_one_of_every_n_export_versions',
+          '_mod_export_version', '_union', '_negation', '_get_paths')}, False),
+      # tf.keras.estimator.model_to_estimator (tf-keras) imports it.
+      '.keras_lib': (unsupported.stubs('tf.keras.estimator'), False),
+      # Estimator's private helpers that programs and its tests import.
+      '.util': ({'parse_input_fn_result': graph_inputs.features_and_labels,
+                 '_DatasetInitializerHook': graph_hooks.DatasetInitializerHook,
+                 'fn_args': estimator_calls.fn_args}, False),
+      '.run_config': ({'RunConfig': run_config.RunConfig,
+                       'TaskType': run_config.TaskType}, False),
+      '.training': ({n: v2[n] for n in ('TrainSpec', 'EvalSpec',
+                                        'train_and_evaluate')}, False),
+      '.extenders': ({'add_metrics': extenders.add_metrics}, False),
+      '.early_stopping': ({'read_eval_metrics':
+                               early_stopping.read_eval_metrics,
+                           '_StopOnPredicateHook':
+                               early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
+                           '_CheckForStoppingHook':
+                               early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
+                           '_get_or_create_stop_var':
+                               early_stopping._get_or_create_stop_var,  # pylint: disable=protected-access
+                           **{n: experimental[n] for n in experimental
+                              if n.startswith(('stop_if', 'make_early'))}},
+                          False),
+      '.hooks': (dict(stop_at_checkpoint), True),
+      '.hooks.hooks': (dict(stop_at_checkpoint), False),
+      '.hooks.basic_session_run_hooks': (
+          {n: getattr(hooks, n) for n in _HOOK_NAMES
+           if not n.startswith('SessionRun')}, False),
+      '.hooks.session_run_hook': (
+          {n: getattr(hooks, n) for n in _HOOK_NAMES
+           if n.startswith('SessionRun')}, False),
+      '.hooks.fake_summary_writer': (
+          {'FakeSummaryWriter': fake_summary_writer.FakeSummaryWriter}, False),
+      '.exporter': ({n: v2[n] for n in ('BestExporter', 'Exporter',
+                                        'FinalExporter', 'LatestExporter')},
+                    False),
+      '.export': (export_names, True),
+      '.export.export': (export_module, False),
+      '.export.export_lib': (export_module, False),
+      '.export.export_output': ({n: export_names[n] for n in _EXPORT_NAMES
+                                 if n.endswith('Output')}, False),
+      '.tpu': (tpu, True),
+      '.tpu.tpu_estimator': (tpu_estimator, False),
+      '.tpu.tpu_config': (tpu, False),
+      '.tpu.util': ({'parse_iterations_per_loop':
+                         util.parse_iterations_per_loop,
+                     'check_positive_integer':
+                         util.check_positive_integer,
+                     'IterationsPerLoopCounter':
+                         util.IterationsPerLoopCounter}, False),
+  }
+  found = {
+      'tensorflow.estimator': (dict(v2), True),
+      'tensorflow.estimator.export': (export_names, False),
+      'tensorflow.estimator.experimental': (experimental, False),
+      'tensorflow.compat.v1.estimator': (
+          dict(v2, Estimator=estimator_lib.Estimator), True),
+      'tensorflow.compat.v1.estimator.export': (export_names, False),
+      'tensorflow.compat.v1.estimator.experimental': (experimental, False),
+      'tensorflow.compat.v1.estimator.inputs': (input_names, False),
+      'tensorflow.compat.v1.estimator.tpu': (tpu, True),
+      'tensorflow.compat.v1.estimator.tpu.experimental': (
+          unsupported.stubs('tf.compat.v1.estimator.tpu.experimental'),
+          False),
+      'tensorflow_estimator': ({}, True),
+      'tensorflow_estimator.python': ({}, True),
+  }
+  for base in ('tensorflow.python.estimator',
+               'tensorflow_estimator.python.estimator'):
+    for suffix, entry in private.items():
+      found[base + suffix] = entry
+  found['tensorflow.python.tpu.tpu_estimator'] = (tpu_estimator, False)
+  found['tensorflow.python.tpu.tpu_config'] = (tpu, False)
+  return found
+
+
+def _exists(name):
+  try:
+    return importlib.util.find_spec(name) is not None
+  except (ImportError, ValueError):
+    return False
+
+
+def _build():
+  """Creates every facade module and links each to its parent's attribute."""
+  for name, (names, package) in _namespaces().items():
+    if name.startswith('tensorflow.python.tpu.') and _exists(name):
+      continue  # This TF still has the module (shim): leave it alone.
+    _modules[name] = _module(name, names, package)
+  for name, module in _modules.items():
+    parent, _, child = name.rpartition('.')
+    if parent in _modules:
+      setattr(_modules[parent], child, module)
+  # tensorflow_estimator's own top-level `estimator` is the TF1 API.
+  _modules['tensorflow_estimator'].estimator = _modules[
+      'tensorflow.compat.v1.estimator']
+
+
+def install():
+  """Installs the facade where Estimator is missing; True if this call did.
+
+  False where the real Estimator exists or the facade is already in place.
+  Call it before the program or model code first looks up tf.estimator.
+  """
+  # tf.compat.v1 is loaded lazily: a later import (tf-keras does one) would
+  # replace an unloaded placeholder, and with it the names set here.
+  importlib.import_module('tensorflow.compat.v1')
+  if has_estimator():
+    return False
+  if _modules:
+    return False
+  _build()
+  for name, module in _modules.items():
+    sys.modules.setdefault(name, module)
+  tf.estimator = _modules['tensorflow.estimator']
+  tf.compat.v2.estimator = _modules['tensorflow.estimator']
+  tf.compat.v1.estimator = _modules['tensorflow.compat.v1.estimator']
+  logging.info('TensorFlow %s has no tf.estimator: installed the '
+               'trainer.legacy facade (Estimator API on the tf2 runner).',
+               tf.__version__)
+  return True
+
+
+def installed():
+  """Whether install() has put the facade in place in this process."""
+  return bool(_modules)

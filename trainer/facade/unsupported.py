@@ -1,0 +1,84 @@
+"""Estimator APIs the facade does not provide, each with what to use instead.
+
+Every name is present (so imports succeed), but calling or instantiating it
+raises UnsupportedApiError naming the API, why, and the alternative. The
+table is the single source of MIGRATION.md's "not supported" list.
+"""
+
+import tensorflow as tf
+
+from trainer.api import errors
+
+
+class UnsupportedApiError(errors.TrainerError, NotImplementedError):
+  """An Estimator API the trainer.legacy facade does not provide."""
+
+
+_CANNED = (
+    'canned Estimators build their own model_fn from tf.feature_column and '
+    'Estimator heads',
+    'write a model_fn (TPUEstimatorSpec/EstimatorSpec) with the same layers, '
+    'or a Keras model trained with model.fit')
+_HEAD = ('Estimator heads compute losses and metrics for canned Estimators',
+         'compute the loss and metrics in your model_fn')
+_FEATURE_COLUMNS = (
+    'it builds tf.feature_column parsing specs for canned Estimators',
+    'write the tf.io.parse_example feature spec yourself')
+# (API, why, alternative), by the name it has under tf.estimator or
+# tf.compat.v1.estimator.
+APIS = {
+    **{f'tf.estimator.{n}': _CANNED for n in (
+        'BaselineClassifier', 'BaselineEstimator', 'BaselineRegressor',
+        'BoostedTreesClassifier', 'BoostedTreesEstimator',
+        'BoostedTreesRegressor', 'DNNClassifier', 'DNNEstimator',
+        'DNNLinearCombinedClassifier', 'DNNLinearCombinedEstimator',
+        'DNNLinearCombinedRegressor', 'DNNRegressor', 'LinearClassifier',
+        'LinearEstimator', 'LinearRegressor')},
+    **{f'tf.estimator.experimental.{n}': _CANNED for n in (
+        'LinearSDCA', 'RNNClassifier', 'RNNEstimator', 'KMeans',
+        'dnn_logit_fn_builder', 'linear_logit_fn_builder')},
+    **{f'tf.estimator.{n}': _HEAD for n in (
+        'Head', 'BinaryClassHead', 'LogisticRegressionHead',
+        'MultiClassHead', 'MultiHead', 'MultiLabelHead',
+        'PoissonRegressionHead', 'RegressionHead')},
+    'tf.keras.estimator.model_to_estimator': (
+        'it turns a compiled Keras model into an Estimator through '
+        "tensorflow_estimator's keras_lib, which the facade does not "
+        'reimplement',
+        'train the Keras model with model.fit (under a tf.distribute '
+        'strategy to scale), or write a model_fn that calls the Keras model '
+        'and returns an EstimatorSpec'),
+    'tf.estimator.classifier_parse_example_spec': _FEATURE_COLUMNS,
+    'tf.estimator.regressor_parse_example_spec': _FEATURE_COLUMNS,
+    'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
+        'TPU embeddings need TPUEstimator\'s TPU-embedding infeed',
+        'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '
+        'or a regular embedding lookup'),
+}
+
+
+def error(api):
+  """UnsupportedApiError for `api` (a key of APIS)."""
+  why, alternative = APIS[api]
+  return UnsupportedApiError(
+      f'{api} is not supported by trainer.legacy on TensorFlow '
+      f'{tf.__version__}: {why}. Instead: {alternative}.')
+
+
+def stub(api):
+  """A class named like the API whose construction raises error(api)."""
+
+  def __init__(self, *args, **kwargs):  # pylint: disable=invalid-name
+    del self, args, kwargs
+    raise error(api)
+
+  name = api.rsplit('.', 1)[1]
+  return type(name, (), {'__init__': __init__, '__doc__':
+                         f'Not supported: {APIS[api][1]}.',
+                         '__module__': 'trainer.facade.unsupported'})
+
+
+def stubs(prefix):
+  """{name: stub} of the unsupported APIs directly under module `prefix`."""
+  return {api[len(prefix) + 1:]: stub(api) for api in APIS
+          if api.rsplit('.', 1)[0] == prefix}

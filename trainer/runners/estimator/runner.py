@@ -1,0 +1,118 @@
+"""Runs a model_fn / input_fn pair under the real TPUEstimator.
+
+On TPU (--tpu): TPUClusterResolver, TPUConfig with iterations_per_loop,
+num_shards and PER_HOST_V2 input. Otherwise the same TPUEstimator with
+use_tpu=False on the CPU. Training follows the loop policy
+(trainer/runtime/loop.py) through the session hooks of
+trainer/runners/estimator/loop_hooks.py, whose checkpoint saver replaces the one
+RunConfig would add.
+"""
+
+import tensorflow as tf
+
+from trainer.compat import estimator_calls
+from trainer.compat import op_seeds
+from trainer.runners.estimator import loop_hooks as hooks
+from trainer.runtime import checkpoints
+from trainer.runtime import controller
+from trainer.runtime import loop
+from trainer.runtime import profiling
+from trainer.runtime import serving
+from trainer.runtime import tpu_cluster
+
+_tpu = tf.compat.v1.estimator.tpu
+
+
+def with_derived_op_seeds(model_fn):
+  """model_fn whose random ops get the seeds the tf2 runner gives them
+  (trainer/compat/op_seeds.py), so both runners draw the same numbers."""
+
+  def seeded_model_fn(features, labels, mode, params, config):
+    with op_seeds.derived_op_seeds():
+      return estimator_calls.call_model_fn(model_fn, features, labels, mode,
+                                           params, config)
+
+  return seeded_model_fn
+
+
+class EstimatorRunner:
+  """train / evaluate / predict / export through one TPUEstimator."""
+
+  def __init__(self, params, model_fn, input_fn, serving_input_fn=None):
+    self._params = params
+    self._input_fns = (dict(input_fn) if isinstance(input_fn, dict) else
+                       {mode: input_fn for mode in ('train', 'eval', 'infer')})
+    self._serving_input_fn = serving_input_fn
+    resolver = tpu_cluster.resolve_tpu(params)
+    config = _tpu.RunConfig(
+        cluster=resolver,
+        model_dir=params['model_dir'],
+        tf_random_seed=params['seed'],
+        save_checkpoints_steps=None,  # hooks.CheckpointSaverHook saves.
+        save_checkpoints_secs=None,
+        keep_checkpoint_max=params['keep_checkpoint_max'],
+        save_summary_steps=params['save_summary_steps'],
+        log_step_count_steps=params['log_step_count_steps'],
+        tpu_config=_tpu.TPUConfig(
+            iterations_per_loop=params['iterations_per_loop'],
+            num_shards=params['num_cores'],
+            per_host_input_for_training=_tpu.InputPipelineConfig.PER_HOST_V2))
+    self.estimator = _tpu.TPUEstimator(
+        model_fn=with_derived_op_seeds(model_fn),
+        config=config,
+        use_tpu=params['use_tpu'],
+        train_batch_size=params['train_batch_size'],
+        eval_batch_size=params['eval_batch_size'],
+        predict_batch_size=params['eval_batch_size'],
+        params=params,
+        export_to_tpu=False)
+    self._policy = loop.policy_for(params)
+    self._profile = profiling.StepWindow(params['model_dir'],
+                                         params['profile_steps'])
+
+  def input_fn(self, mode):
+    """The input_fn TPUEstimator is given for `mode` (params["mode"] set,
+    random ops seeded as under the tf2 runner)."""
+    input_fn = controller.input_fn_for_mode(self._input_fns[mode], mode)
+
+    def seeded_input_fn(params):  # Named `params`, as TPUEstimator wants.
+      with op_seeds.input_fn_op_seeds():
+        return input_fn(params)
+
+    return seeded_input_fn
+
+  def global_step(self):
+    return checkpoints.latest_checkpoint_step(self._params['model_dir']) or 0
+
+  def latest_checkpoint(self):
+    return tf.train.latest_checkpoint(self._params['model_dir'])
+
+  def train(self, to_step):
+    policy = self._policy
+    self.estimator.train(
+        self.input_fn('train'), max_steps=to_step,
+        hooks=[hooks.LoopPolicyHook(policy, to_step),  # Before the saver.
+               hooks.CheckpointSaverHook(
+                   policy, self._params['model_dir'],
+                   listeners=[hooks.FiniteVariablesListener(policy)]),
+               hooks.ProfilerHook(self._profile, self._steps_per_run())])
+
+  def _steps_per_run(self):
+    """Steps one session.run of TPUEstimator.train runs."""
+    return self._params['iterations_per_loop'] if self._params[
+        'use_tpu'] else 1
+
+  def evaluate(self, steps):
+    return self.estimator.evaluate(
+        self.input_fn('eval'), steps=steps,
+        hooks=[hooks.StopEvaluationOnSigtermHook(self._params['model_dir'])])
+
+  def predict(self):
+    return self.estimator.predict(self.input_fn('infer'),
+                                  yield_single_examples=True)
+
+  def export(self, export_dir):
+    path = self.estimator.export_saved_model(
+        export_dir, self._serving_input_fn or
+        serving.serving_input_receiver_fn_for(self._params))
+    return path.decode() if isinstance(path, bytes) else path

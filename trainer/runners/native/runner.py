@@ -1,0 +1,391 @@
+"""The native runner: TF2-native models trained by Orbit.
+
+NativeRunner is the controller's Runner (trainer/runtime/controller.py) for the
+Keras models of model_fn/native, with the same input_fn (per input pipeline
+through distribute_datasets_from_function, params['batch_size'] the
+per-replica batch, params['mode'] train|eval|infer, params['context'] the
+InputContext), the same learning-rate schedule and optimizer math
+(model_fn/native/optimization.py), the same loss, metrics, summary tags and
+predictions as the TF1 model_fn, under the strategy params choose
+(trainer/runtime/strategy.py, as the tf2 runner; a non-chief worker keeps its
+own copy under model_dir/worker-N).
+
+Orbit runs the steps: an orbit.Controller over a StandardTrainer /
+StandardEvaluator (training.py), one Controller.train call per loop of <=
+iterations_per_loop steps. What happens between loops is the shared loop policy
+(trainer/runtime/loop.py): the progress line, non-finite checks, checkpoint
+cadence and the SIGTERM stop, as in the other runners; Orbit's own log lines
+would repeat the progress line in another format and are dropped. Summaries: the
+TF1 host_call's tags (train/loss, train/learning_rate at each step's global_step
+before its update), Estimator's `loss` and `global_step/sec` (summaries.py) in
+model_dir, and evaluation metrics in model_dir/eval.
+
+Checkpoints are object-based (checkpoints.py, MODEL_DIR/ckpt-STEP); a model_dir
+holding the TF1 runners' model.ckpt-N is refused with the command that converts
+it (trainer/runners/native/convert.py). on_loop_end(step, losses), if given, is
+called after each loop before any save: raise to stop without saving, or return
+True to stop after a save.
+"""
+
+import contextlib
+import logging as logging_lib
+import os
+import time
+
+from absl import logging
+from model_fn.native import classifier
+from model_fn.native import models
+from model_fn.native import optimization
+import orbit
+import tensorflow as tf
+from trainer import params as params_lib
+from trainer.compat import op_seeds
+from trainer.guard import nonfinite
+from trainer.runners.native import summaries as native_summaries
+from trainer.runners.native import training
+from trainer.runtime import checkpoints
+from trainer.runtime import driver
+from trainer.runtime import eval_summaries
+from trainer.runtime import loop
+from trainer.runtime import strategy as strategy_lib
+from trainer.runtime import tf_config
+
+TRAIN, EVAL, INFER = 'train', 'eval', 'infer'
+NativeCheckpointError = checkpoints.NativeCheckpointError
+
+
+def _default_input_fn(params):
+  from input_fn import inputs  # pylint: disable=g-import-not-at-top
+  name = params['input']
+  if name not in inputs.INPUT_FNS:
+    raise ValueError(f'--input={name!r}: pass input_fn= to NativeRunner for '
+                     'an input_fn that is not built in.')
+  return inputs.INPUT_FNS[name]
+
+
+def _input_fns(input_fn, params):
+  """{mode: input_fn} from None (the built-in), one callable or a dict."""
+  if input_fn is None:
+    input_fn = _default_input_fn(params)
+  if callable(input_fn):
+    return {mode: input_fn for mode in (TRAIN, EVAL, INFER)}
+  missing = {TRAIN, EVAL, INFER} - set(input_fn)
+  if missing:
+    raise ValueError(f'input_fn has no entry for modes {sorted(missing)}.')
+  return dict(input_fn)
+
+
+def _strategy_kind(strategy):
+  if isinstance(strategy, tf.distribute.TPUStrategy):
+    return 'tpu'
+  if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return 'multi_worker_mirrored'
+  if (not tf.distribute.has_strategy() and
+      strategy is tf.distribute.get_strategy()):
+    return 'default'
+  return 'mirrored'
+
+
+class _DropOrbitLines(logging_lib.Filter):
+  """Drops Orbit Controller's log lines (the loop policy logs progress)."""
+
+  def filter(self, record):
+    return not record.pathname.endswith(os.path.join('orbit', 'controller.py'))
+
+
+class NativeRunner:
+  """train / evaluate / predict / export of the native model under Orbit.
+
+  params: the trainer's params (model and optimizer keys, batch sizes,
+  iterations_per_loop, save_checkpoints_steps, keep_checkpoint_max,
+  model_dir, input, seed, jit_compile). strategy: a tf.distribute.Strategy
+  (default: trainer/runners/tf2/strategy.make_strategy(params)). input_fn:
+  input_fn(params) or {'train', 'eval', 'infer': input_fn} (default: the
+  built-in params['input']). on_loop_end(step, losses): see the module
+  docstring. jit_compile: XLA-compile the replica train step (default:
+  strategy.choose_jit of params['jit_compile'], as the tf2 runner).
+  """
+
+  def __init__(self, params, strategy=None, *, input_fn=None,
+               on_loop_end=None, jit_compile=None):
+    for key in ('iterations_per_loop', 'save_checkpoints_steps',
+                'keep_checkpoint_max', 'train_batch_size', 'eval_batch_size'):
+      if not isinstance(params.get(key), int) or params[key] < 1:
+        raise ValueError(f"params['{key}'] ({params.get(key)}) must be a "
+                         'positive integer.')
+    if not params.get('model_dir'):
+      raise ValueError("params['model_dir'] must be set.")
+    params_lib.check_native(params)
+    if on_loop_end is not None and not callable(on_loop_end):
+      raise ValueError(f'`on_loop_end` ({on_loop_end!r}) must be callable.')
+    self._params = params
+    if strategy is None:
+      self.strategy, kind = strategy_lib.make_strategy(params)
+    else:
+      self.strategy, kind = strategy, _strategy_kind(strategy)
+    self.num_replicas = self.strategy.num_replicas_in_sync
+    for key in ('train_batch_size', 'eval_batch_size'):
+      if params[key] % self.num_replicas:
+        raise ValueError(f'--{key}={params[key]} must be divisible by the '
+                         f'{self.num_replicas} replicas of the native '
+                         'runner.')
+    if jit_compile is None:
+      jit_compile = strategy_lib.choose_jit(kind, params['jit_compile'])
+    self.jit_compile = bool(jit_compile)
+    self._input_fns = _input_fns(input_fn, params)
+    self._on_loop_end = on_loop_end
+    self.model_dir = params['model_dir']
+    if not tf_config.is_chief_task():  # Keeps its own copy, apart.
+      self.model_dir = os.path.join(params['model_dir'],
+                                    f'worker-{tf_config.task_index()}')
+    self._policy = loop.policy_for(params)
+    self._summaries = native_summaries.TrainingSummaries(
+        self.model_dir, params['save_summary_steps'],
+        params['log_step_count_steps'])
+    op_seeds.set_global_seed(params['seed'])
+    with self.strategy.scope():
+      self.model = models.build_model(params)
+      self.optimizer = optimization.make_optimizer(params)
+      self.optimizer.build(self.model.trainable_variables)
+    self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer)
+    self.checkpoint_manager = checkpoints.make_manager(
+        self.checkpoint, self.model_dir, params['keep_checkpoint_max'],
+        step_counter=self.optimizer.iterations)
+    self._restore()
+    self._trainer = None
+    self._evaluator = None
+    self._controller = None
+    self._summary_writer = None
+    logging.info('native runner: %s, %d replica(s), jit_compile=%s, step %d.',
+                 type(self.strategy).__name__, self.num_replicas,
+                 self.jit_compile, self.global_step())
+
+  # -- checkpoints ------------------------------------------------------------
+
+  def latest_checkpoint(self):
+    """model_dir's latest checkpoint prefix, None if there is none."""
+    return tf.train.latest_checkpoint(self.model_dir)
+
+  def _restore(self):
+    latest = self.latest_checkpoint()
+    if latest is None:
+      return
+    if not checkpoints.is_object_based(latest):
+      raise NativeCheckpointError(
+          f'--model_dir={self.model_dir} holds TF1 name-based checkpoints '
+          f'({os.path.basename(latest)}); convert them for the native runner '
+          f'into a new directory: python -m trainer.runners.native.convert '
+          f'--checkpoint={self.model_dir} --output=NEW_DIR (with the same '
+          'model flags), then train with --model_dir=NEW_DIR.')
+    with self.strategy.scope():
+      try:
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+      except (AssertionError, ValueError) as e:
+        raise NativeCheckpointError(
+            f'{latest} does not match the native model of these flags: '
+            f'{e}') from e
+    logging.info('Restored %s (step %d).', latest, self.global_step())
+
+  def variables(self):
+    """{name: numpy value} of the model's and the optimizer's variables."""
+    values = {f'model/{v.name}': v.numpy() for v in self.model.variables}
+    values.update({f'optimizer/{v.name}': v.numpy()
+                   for v in self.optimizer.variables()})
+    return values
+
+  def save_checkpoint(self):
+    """Writes MODEL_DIR/ckpt-STEP now; its path."""
+    return self.checkpoint_manager.save(checkpoint_number=self.global_step())
+
+  def global_step(self):
+    return int(self.optimizer.iterations.numpy())
+
+  # -- input ------------------------------------------------------------------
+
+  def _dataset(self, mode):
+    global_batch = self._params['train_batch_size' if mode == TRAIN
+                                else 'eval_batch_size']
+    input_fn = self._input_fns[mode]
+
+    def dataset_fn(context):
+      return input_fn(dict(
+          self._params, mode=mode, context=context,
+          batch_size=context.get_per_replica_batch_size(global_batch)))
+
+    return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+  # -- Orbit ------------------------------------------------------------------
+
+  def _controller_for(self, *, trainer=False, evaluator=False):
+    """The Controller, with the trainer / evaluator asked for made first
+    (each input pipeline only when it is needed)."""
+    if trainer and self._trainer is None:
+      self._summary_writer = tf.summary.create_file_writer(
+          self.model_dir, max_queue=self._params['iterations_per_loop'])
+      self._trainer = training.NativeTrainer(
+          self.model, self.optimizer, self._dataset(TRAIN), self._params,
+          strategy=self.strategy,
+          max_steps_per_loop=self._params['iterations_per_loop'],
+          jit_compile=self.jit_compile, summary_writer=self._summary_writer)
+      self._controller = None
+    if evaluator and self._evaluator is None:
+      self._evaluator = training.NativeEvaluator(
+          self.model, self._dataset(EVAL), self._params,
+          strategy=self.strategy, num_classes=self._params['num_classes'])
+      self._controller = None
+    if self._controller is None:
+      self._controller = orbit.Controller(
+          global_step=self.optimizer.iterations, trainer=self._trainer,
+          evaluator=self._evaluator, strategy=self.strategy,
+          steps_per_loop=(self._params['iterations_per_loop']
+                          if self._trainer else None))
+    return self._controller
+
+  @contextlib.contextmanager
+  def _orbit_output(self):
+    """Orbit prints its log lines to stdout and logs them: keep stdout for
+    results and the log for the one progress line format."""
+    drop = _DropOrbitLines()
+    absl_logger = logging.get_absl_logger()
+    absl_logger.addFilter(drop)
+    try:
+      with open(os.devnull, 'w') as devnull, contextlib.redirect_stdout(
+          devnull):
+        yield
+    finally:
+      absl_logger.removeFilter(drop)
+
+  # -- training ---------------------------------------------------------------
+
+  def train_loop(self, num_steps):
+    """Runs `num_steps` (<= iterations_per_loop) steps, no checkpoint; their
+    losses."""
+    controller = self._controller_for(trainer=True)
+    with self._orbit_output():
+      controller.train(self.global_step() + num_steps,
+                       checkpoint_at_completion=False)
+    return self._trainer.loop_losses()
+
+  def train_steps(self, num_steps):
+    """Runs `num_steps` steps in loops of <= iterations_per_loop, without
+    checkpoints, progress lines or checks; their losses."""
+    losses = []
+    while len(losses) < num_steps:
+      n = min(self._params['iterations_per_loop'], num_steps - len(losses))
+      losses.extend(self.train_loop(n).tolist())
+    return losses
+
+  def train(self, to_step):
+    """Trains until global_step reaches `to_step`, as the loop policy says
+    (trainer/runtime/driver.py owns the loop): checkpoints at its cadence, at
+    the end and on SIGTERM (then returns)."""
+    driver.train(_NativeLoops(self), self._policy, to_step)
+
+  # -- evaluation, prediction, export ------------------------------------------
+
+  def _require_checkpoint(self, what):
+    if self.checkpoint_manager.latest_checkpoint is None:
+      raise ValueError(f'--model_dir={self.model_dir} has no checkpoint to '
+                       f'{what}.')
+
+  def evaluate(self, steps):
+    """{'loss', 'top_1_accuracy', ['top_5_accuracy'], 'global_step'} over
+    `steps` batches (None: the whole evaluation input)."""
+    self._require_checkpoint('evaluate')
+    if steps is not None and steps < 1:
+      raise ValueError(f'`steps` ({steps}) must be positive or None.')
+    controller = self._controller_for(evaluator=True)
+    with self._orbit_output():
+      output = controller.evaluate(-1 if steps is None else steps)
+    result = {k: float(v) for k, v in output.items()
+              if k in self._evaluator.metrics}
+    step = self.global_step()
+    eval_summaries.write_eval_summary(eval_summaries.eval_dir(self.model_dir),
+                                      result, step, self.latest_checkpoint())
+    result['global_step'] = step
+    return result
+
+  def predict(self):
+    """Yields {'classes', 'probabilities'} per example, in input order."""
+    self._require_checkpoint('predict with')
+    strategy, model = self.strategy, self.model
+
+    @tf.function
+    def predict_step(element):
+      features = element[0] if isinstance(element, (tuple, list)) else element
+
+      def replica_fn(features):
+        logits = model(classifier.images_of(features), training=False)
+        return classifier.predictions(logits)
+
+      outputs = strategy.run(replica_fn, args=(features,))
+      return tf.nest.map_structure(lambda v: strategy.gather(v, axis=0),
+                                   outputs)
+
+    for element in self._dataset(INFER):
+      arrays = {k: v.numpy() for k, v in predict_step(element).items()}
+      for i in range(len(arrays['classes'])):
+        yield {k: v[i] for k, v in arrays.items()}
+
+  def export(self, export_dir):
+    """SavedModel with serving_default(image_bytes) -> classes,
+    probabilities under EXPORT_DIR/TIMESTAMP; its path."""
+    self._require_checkpoint('export')
+    from trainer.runtime import serving as export_lib  # pylint: disable=g-import-not-at-top
+    params = dict(self._params, batch_size=None)
+    module = tf.Module()
+    module.model = self.model
+
+    @tf.function(input_signature=[tf.TensorSpec(
+        [None], tf.string, name=export_lib.SERVING_INPUT_KEY)])
+    def serve(image_bytes):
+      images = export_lib.serving_images(image_bytes, params)
+      return classifier.predictions(module.model(images, training=False))
+
+    module.serve = serve
+    target = os.path.join(export_dir, str(int(time.time())))
+    tf.saved_model.save(module, target, signatures={'serving_default': serve})
+    return target
+
+
+
+class _NativeLoops(driver.LoopTrainer):
+  """A NativeRunner's training, as the driver's LoopTrainer."""
+
+  def __init__(self, runner):
+    self._runner = runner
+
+  def global_step(self):
+    return self._runner.global_step()
+
+  def latest_checkpoint(self):
+    return self._runner.latest_checkpoint()
+
+  def begin(self):
+    self._runner._summaries.begin(self.global_step())  # pylint: disable=protected-access
+
+  def max_loop_steps(self):
+    return None
+
+  def train_loop(self, num_steps):
+    runner = self._runner
+    losses = runner.train_loop(num_steps)
+    step = self.global_step()
+    runner._summaries.after_loop(step, losses)  # pylint: disable=protected-access
+    on_loop_end = runner._on_loop_end  # pylint: disable=protected-access
+    stop = bool(on_loop_end is not None and on_loop_end(step, losses))
+    return driver.LoopResult(losses=losses, stop=stop)
+
+  def finite_variables(self):
+    return nonfinite.finite_by_name(self._runner.variables())
+
+  def save(self, step):
+    del step  # The optimizer's step counter numbers the checkpoint.
+    self._runner.save_checkpoint()
+    return False
+
+  def end(self):
+    pass
+
+  def any_worker(self, flag):
+    return strategy_lib.any_worker(self._runner.strategy, flag)

@@ -1,0 +1,167 @@
+"""The outer loop shared by every runner: what each --mode does.
+
+The controller owns the outer loop, the evaluation cadence and what is written
+where; a `Runner` (trainer/runners/estimator/runner.py,
+trainer/runners/tf2/runner.py, trainer/runners/native/runner.py) runs steps,
+evaluations, predictions and exports. Within train() every runner follows one
+loop policy (trainer/runtime/loop.py): on SIGTERM train() checkpoints and
+returns early, and the controller then raises PreemptedError
+(trainer/guard/preemption.py).
+"""
+
+import functools
+import json
+import os
+from typing import Any, Dict, Iterable, Optional, Protocol
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from trainer.guard import preemption
+from trainer.runtime import progress
+
+PREDICTIONS_FILE = 'predictions.jsonl'
+
+
+class Runner(Protocol):
+  """What the controller needs of a runner."""
+
+  def global_step(self) -> int:
+    """The current global step (the latest checkpoint's, 0 without one)."""
+
+  def train(self, to_step: int) -> None:
+    """Trains until the global step is `to_step`, checkpointing as the loop
+    policy says; returns early, after a checkpoint, on SIGTERM."""
+
+  def evaluate(self, steps: Optional[int]) -> Dict[str, Any]:
+    """Metrics over `steps` batches (all the input when None), including
+    'loss' and 'global_step', from the latest checkpoint."""
+
+  def predict(self) -> Iterable[Dict[str, Any]]:
+    """One dict of numpy values per input example, in input order."""
+
+  def export(self, export_dir: str) -> str:
+    """Writes a SavedModel under `export_dir`; returns its path."""
+
+  def latest_checkpoint(self) -> Optional[str]:
+    """model_dir's latest checkpoint prefix, None if there is none."""
+
+
+def _call_for_mode(input_fn, mode, params):
+  return input_fn(dict(params, mode=mode))
+
+
+def input_fn_for_mode(input_fn, mode):
+  """input_fn(params) with params['mode'] set to `mode` (train, eval or
+  infer); its argument is named `params`, as TPUEstimator requires."""
+  return functools.partial(_call_for_mode, input_fn, mode)
+
+
+def resolve_eval_steps(params):
+  """Evaluation steps: --eval_steps, or one pass over the TFRecord eval split.
+
+  Returns None (run until the input ends) for user input_fns without
+  --eval_steps; raises ValueError where the input never ends.
+  """
+  if params['eval_steps']:
+    return params['eval_steps']
+  if params['input'] == 'synthetic':
+    raise ValueError('--eval_steps must be set with synthetic input, which '
+                     'never ends.')
+  if params['input'] != 'tfrecord':
+    if params['use_tpu']:
+      raise ValueError('--eval_steps must be set on TPU for input '
+                       f'{params["input"]!r}.')
+    return None
+  from input_fn import tfrecord  # pylint: disable=g-import-not-at-top
+  examples = tfrecord.count_records(params, training=False)
+  steps = examples // params['eval_batch_size']
+  if steps == 0:
+    raise ValueError(f'--eval_batch_size={params["eval_batch_size"]} exceeds '
+                     f'the {examples} evaluation examples in '
+                     f'{params["data_dir"]}.')
+  logging.info('Evaluating %d steps of %d: %d of %d examples.', steps,
+               params['eval_batch_size'], steps * params['eval_batch_size'],
+               examples)
+  return steps
+
+
+def _to_python(value):
+  if isinstance(value, np.ndarray):
+    return value.tolist()
+  if isinstance(value, np.generic):
+    return value.item()
+  return value
+
+
+def write_predictions(predictions, path):
+  """Writes one JSON object per example; atomically (temp file + rename)."""
+  tmp = path + '.incomplete'
+  count = 0
+  with tf.io.gfile.GFile(tmp, 'w') as f:
+    for prediction in predictions:
+      if not isinstance(prediction, dict):  # A model_fn's lone tensor.
+        prediction = {'predictions': prediction}
+      f.write(json.dumps({k: _to_python(v) for k, v in prediction.items()}))
+      f.write('\n')
+      count += 1
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+  return count
+
+
+def evaluate(runner: Runner, params, eval_steps):
+  """runner.evaluate(eval_steps), logged as an eval line, in Python types."""
+  metrics = {k: _to_python(v) for k, v in runner.evaluate(eval_steps).items()}
+  step = metrics.pop('global_step', runner.global_step())
+  logging.info('%s', progress.format_line('eval', step, metrics))
+  return dict(metrics, global_step=step)
+
+
+def _train(runner: Runner, params, to_step):
+  """runner.train(to_step); PreemptedError if it stopped early on SIGTERM."""
+  latest = runner.latest_checkpoint()
+  if latest:  # What a resumed run starts from, also with quiet TF logs.
+    logging.info('Restoring parameters from %s', latest)
+  runner.train(to_step)
+  preemption.raise_if_requested(runner.global_step(), params['model_dir'])
+
+
+_NEEDS_CHECKPOINT = {'evaluate': 'evaluate', 'predict': 'predict with',
+                     'export': 'export'}
+
+
+def run(runner: Runner, params):
+  """Runs params['mode'] with `runner`; returns what it produced."""
+  mode = params['mode']
+  if mode in _NEEDS_CHECKPOINT and runner.latest_checkpoint() is None:
+    raise ValueError(f'--model_dir={params["model_dir"]} has no checkpoint '
+                     f'to {_NEEDS_CHECKPOINT[mode]}.')
+  if mode == 'train':
+    _train(runner, params, params['train_steps'])
+    return {'global_step': runner.global_step()}
+  if mode == 'evaluate':
+    return evaluate(runner, params, resolve_eval_steps(params))
+  if mode == 'train_and_evaluate':
+    eval_steps = resolve_eval_steps(params)
+    step = runner.global_step()
+    metrics = None
+    while step < params['train_steps']:
+      step = min(step + params['steps_per_eval'], params['train_steps'])
+      _train(runner, params, step)
+      metrics = evaluate(runner, params, eval_steps)
+      step = metrics['global_step']
+    if metrics is None:  # Already trained: evaluate what is there.
+      metrics = evaluate(runner, params, eval_steps)
+    return metrics
+  if mode == 'predict':
+    path = os.path.join(params['model_dir'], PREDICTIONS_FILE)
+    count = write_predictions(runner.predict(), path)
+    logging.info('Wrote %d predictions to %s.', count, path)
+    return {'predictions_file': path, 'count': count}
+  if mode == 'export':
+    path = runner.export(params['export_dir'])
+    logging.info('Exported SavedModel to %s.', path)
+    return {'export_path': path}
+  raise ValueError(f'--mode={mode!r} is not one of train, evaluate, '
+                   'train_and_evaluate, predict, export.')
