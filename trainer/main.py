@@ -31,7 +31,6 @@ from input_fn import record_framing
 from trainer import params as params_lib
 from trainer import user_flags
 from trainer.api import errors
-from trainer.compat import estimator_calls
 from trainer.facade import install as facade
 from trainer.guard import preemption
 from trainer.models import registry
@@ -105,8 +104,6 @@ def _main(argv):
     raise SystemExit(e.exit_status) from e
   except errors.TrainerError as e:  # Its message says what to do.
     logging.error('%s', e)
-    raise SystemExit(f'error: {e}') from e
-  except estimator_calls.ModelFnResultError as e:  # A known misuse.
     raise SystemExit(f'error: {e}') from e
   for key, value in result.items():
     print(f'{key}: {value}')

@@ -12,8 +12,6 @@ import inspect
 
 import tensorflow as tf
 
-from trainer.api import errors
-
 
 def fn_args(fn):
   """Names of the arguments `fn` can take by keyword (partials resolved)."""
@@ -37,46 +35,8 @@ def check_model_fn(model_fn):
                      f'`features` argument; it takes ({", ".join(args)}).')
 
 
-class ModelFnResultError(errors.TrainerError, ValueError):
-  """A model_fn returned a dict where an EstimatorSpec belongs (a known
-  misuse); the message says what to return instead."""
-
-
-_RETURN_A_SPEC = (
-    'return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, '
-    '...) from it (tf.compat.v1.estimator.tpu.TPUEstimatorSpec under '
-    'TPUEstimator)')
-
-
-def _dict_result_error(model_fn, result):
-  return ModelFnResultError(
-      f'model_fn should return an EstimatorSpec. model_fn {_name(model_fn)} '
-      f'returned a dict (keys: {", ".join(sorted(map(str, result)))}): '
-      f'{_RETURN_A_SPEC}.')
-
-
-def model_fn_misuse(error):
-  """One line saying what to do when `error` is TensorFlow 2.15's
-  Estimator or TPUEstimator failing on a model_fn that returned something
-  else than a spec (`'dict' object has no attribute '_replace'`,
-  `model_fn should return an EstimatorSpec.`), else None."""
-  text = str(error)
-  if isinstance(error, ModelFnResultError):
-    return text
-  if isinstance(error, AttributeError) and text.startswith(
-      "'dict' object has no attribute"):
-    return ('the model_fn returned a dict, not a TPUEstimatorSpec: '
-            f'{_RETURN_A_SPEC}.')
-  if isinstance(error, ValueError) and text == (
-      'model_fn should return an EstimatorSpec.'):
-    return ('the model_fn returned something else than an EstimatorSpec '
-            f'(a dict?): {_RETURN_A_SPEC}.')
-  return None
-
-
 def call_model_fn(model_fn, features, labels, mode, params, config=None):
-  """model_fn(features=..., [labels], [mode], [params], [config]).
-  ModelFnResultError if it returns a dict (where a spec belongs)."""
+  """model_fn(features=..., [labels], [mode], [params], [config])."""
   args = fn_args(model_fn)
   check_model_fn(model_fn)
   kwargs = {}
@@ -88,10 +48,7 @@ def call_model_fn(model_fn, features, labels, mode, params, config=None):
   for name, value in (('mode', mode), ('params', params), ('config', config)):
     if name in args:
       kwargs[name] = value
-  result = model_fn(features=features, **kwargs)
-  if isinstance(result, dict):
-    raise _dict_result_error(model_fn, result)
-  return result
+  return model_fn(features=features, **kwargs)
 
 
 def call_input_fn(input_fn, mode, params, config=None, input_context=None):

@@ -237,10 +237,10 @@ def _check_failure(error):
   if 'tensorflow' not in sys.modules:
     return None
   # pylint: disable=g-import-not-at-top
-  from trainer.compat import estimator_calls
+  from trainer.api import model_fns
   from trainer.compat import tfrecord_checks
   return (tfrecord_checks.raised_by_check(error) or
-          estimator_calls.model_fn_misuse(error))
+          model_fns.model_fn_misuse(error))
 
 
 def main(argv):
