@@ -2,8 +2,9 @@
 
 As tensorflow/tpu's mnist_tpu.py: absl flags at module level,
 TPUClusterResolver(FLAGS.tpu) when --use_tpu, a tpu.RunConfig, a model_fn on
-get_variable that wraps its optimizer in CrossShardOptimizer under its own
---use_tpu, TFRecordDataset input; then train_and_evaluate, a train/evaluate
+get_variable that wraps its optimizer in CrossShardOptimizer and sums its
+loss with cross_replica_sum under its own --use_tpu (--tpu_only_call: and
+calls a tf.tpu function only a TPU runs), TFRecordDataset input; then train_and_evaluate, a train/evaluate
 loop, evaluate alone or an export, as --mode says; --replicas=N trains
 with a MirroredStrategy (the facade's tf2 runner). The training batch is
 the same every step (a split of exactly --batch_size records), so a run
@@ -35,6 +36,8 @@ flags.DEFINE_string('export_dir', None, 'Where SavedModels go.')
 flags.DEFINE_integer('replicas', 1, 'Train with a MirroredStrategy over '
                      'this many logical CPU devices (RunConfig.'
                      'train_distribute).')
+flags.DEFINE_enum('tpu_only_call', None, ['rewrite'], 'Under --use_tpu, '
+                  'also call tf.tpu.<this>, which only a TPU can run.')
 flags.DEFINE_float('ballast_mb', 0, 'MB of a variable training leaves '
                    'alone (as a large embedding table): bigger checkpoints.')
 
@@ -82,6 +85,10 @@ def model_fn(features, labels, mode, params):
   optimizer = tf.train.MomentumOptimizer(0.05, 0.9)
   if FLAGS.use_tpu:
     optimizer = tf.tpu.CrossShardOptimizer(optimizer)
+    # The mean over replicas, as TPU programs take it (of one core here).
+    loss = tf.tpu.cross_replica_sum(loss) / 1.0
+    if FLAGS.tpu_only_call:
+      getattr(tf.tpu, FLAGS.tpu_only_call)(lambda: loss)
   train_op = optimizer.minimize(loss, tf.train.get_global_step())
   if FLAGS.mode == 'dict_model_fn':  # A misuse: a dict, not a spec.
     return {'loss': loss, 'train_op': train_op}

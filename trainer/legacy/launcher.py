@@ -232,14 +232,17 @@ def _run(kind, target, program_args):
 
 def _check_failure(error):
   """One line for a known failure: a launcher check that failed inside
-  TensorFlow (a TFRecord file checked as it was opened), or a known
-  misuse (a model_fn returning a dict); else None."""
+  TensorFlow (a TFRecord file checked as it was opened), a TPU-only call
+  --cpu_fallback cannot run on one core, or a known misuse (a model_fn
+  returning a dict); else None."""
   if 'tensorflow' not in sys.modules:
     return None
   # pylint: disable=g-import-not-at-top
   from trainer.api import model_fns
+  from trainer.compat import one_replica_tpu_ops
   from trainer.compat import tfrecord_checks
   return (tfrecord_checks.raised_by_check(error) or
+          one_replica_tpu_ops.unsupported_call(error) or
           model_fns.model_fn_misuse(error))
 
 
