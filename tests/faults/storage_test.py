@@ -5,7 +5,10 @@ loadable and no temporary file is left.
 
 Full disks are a 3 MiB tmpfs (mounting needs root; skipped otherwise);
 read-only ones a read-only tmpfs, or a 0555 directory for a user that is
-not root."""
+not root. On every machine, a save that fails with ENOSPC or EROFS after
+writing part of its temporary files is injected in-process (the error
+TensorFlow raises, measured on a full tmpfs and a file system remounted
+read-only)."""
 
 import os
 import socket
@@ -45,6 +48,43 @@ def test_storage_out_of_reach_is_named():
       'cannot reach model_dir gs://bucket/run: Error executing an HTTP '
       "request: libcurl code 6 meaning 'Could not resolve hostname'")
   assert 'Check the network and the credentials' in str(failure)
+
+
+_SAVE_FAILURES = {  # errno name -> the OpError a Saver raises, the fix.
+    'ENOSPC': (tf.errors.ResourceExhaustedError, 'No space left on device',
+               'free space there or use a model_dir on a disk with room'),
+    'EROFS': (tf.errors.PermissionDeniedError, 'Read-only file system',
+              'use a model_dir on a writable file system'),
+}
+
+
+@pytest.mark.parametrize('cause', sorted(_SAVE_FAILURES))
+def test_a_save_failing_midway_keeps_the_last_checkpoint(tmp_path, cause):
+  """The save of step 3 writes part of its temporary files, then the
+  storage refuses (injected): one error naming the directory, the cause
+  and checkpoint 2, which stays the latest and loads; nothing temporary
+  is left."""
+  model_dir = str(tmp_path)
+  faultutil.save_checkpoints(model_dir, [1, 2])
+  error_type, text, fix = _SAVE_FAILURES[cause]
+  temp = os.path.join(model_dir, 'model.ckpt-3_temp')
+  os.makedirs(temp)
+  data = os.path.join(
+      temp, 'part-00000-of-00001.data-00000-of-00001.tempstate14303707')
+  with open(data, 'wb') as f:
+    f.write(b'\0' * 1000)  # What was written before the refusal.
+  with pytest.raises(storage.StorageError) as raised:
+    with storage.reporting_write_failures(model_dir):
+      raise error_type(None, None, f'{data}; {text}')
+  assert str(raised.value) == (
+      f'cannot write to model_dir {model_dir}: {text} ({cause}, saving '
+      'checkpoint model.ckpt-3). The last complete checkpoint, '
+      f'model.ckpt-2, is kept and loads. To continue, {fix}, then run the '
+      'same command again.')
+  assert '\n' not in str(raised.value)
+  assert faultutil.leftovers(model_dir) == []
+  assert tf.train.latest_checkpoint(model_dir).endswith('model.ckpt-2')
+  assert faultutil.assert_every_checkpoint_loads(model_dir) == 2
 
 
 def _save(saver, sess, model_dir, step):
