@@ -402,4 +402,7 @@ def main(argv):
 if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   define_flags()
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(sys.argv, 'python -m trainer.verify_migration',
+                                __doc__, flags.FLAGS))
   app.run(main)

@@ -124,4 +124,7 @@ def main(argv):
 if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   define_memory_flags()
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(sys.argv, 'python -m trainer.memory',
+                                __doc__, FLAGS))
   app.run(main)

@@ -11,7 +11,7 @@ RunConfig would add.
 import tensorflow as tf
 
 from model_fn import layers
-from trainer.compat import estimator_calls
+from trainer.api import model_fns
 from trainer.compat import op_seeds
 from trainer.runners.estimator import loop_hooks as hooks
 from trainer.runtime import checkpoints
@@ -30,8 +30,8 @@ def with_derived_op_seeds(model_fn):
 
   def seeded_model_fn(features, labels, mode, params, config):
     with op_seeds.derived_op_seeds():
-      return estimator_calls.call_model_fn(model_fn, features, labels, mode,
-                                           params, config)
+      return model_fns.call_model_fn(model_fn, features, labels, mode,
+                                     params, config)
 
   return seeded_model_fn
 

@@ -318,4 +318,8 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(
+        sys.argv, 'python -m trainer.runners.native.convert', __doc__,
+        flags.FLAGS))
   app.run(main)

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from model_fn import layers
 from trainer.api import errors
+from trainer.api import model_fns
 from trainer.compat import checkpoint_init
 from trainer.compat import estimator_calls
 from trainer.compat import graph_collections
@@ -195,7 +196,7 @@ class ModelFnModule(tf.Module):
         # step in the model_fn give its value at the step's start, as in TF1.
         global_step, read = _global_step_read()
         with tf1_semantics.reads_at_step_start(global_step, read):
-          return estimator_calls.call_model_fn(
+          return model_fns.call_model_fn(
               self._model_fn, features, labels, mode, params, self._config)
 
   @property

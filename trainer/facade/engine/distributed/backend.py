@@ -187,18 +187,18 @@ class Backend:
     runner, _ = self._runner(specs.ModeKeys.TRAIN, input_fn, to_step)
     # Under a strategy TensorFlow may take SIGTERM over (multi-worker): the
     # runner stops at a loop's end with a checkpoint, every worker at the
-    # same step, and the program exits 143 as SIGTERM would have ended it.
-    with preemption.handling_sigterm():
+    # same step, and the program exits 143 (130 for SIGINT).
+    with preemption.handling_signals():
       try:
         loss = runner.train(to_step, hooks=hooks, saving_listeners=listeners)
       except nonfinite.NonFiniteLossError as e:
         raise hooks_lib.NanLossDuringTrainingError() from e
       if preemption.requested():
-        logging.warning('Preempted (SIGTERM): stopped at step %d with a '
-                        'checkpoint in %s; exiting with status %d.',
-                        runner.global_step(), self.model.model_dir,
-                        preemption.EXIT_STATUS)
-        raise SystemExit(preemption.EXIT_STATUS)
+        logging.warning('%s Exiting with status %d.',
+                        preemption.stopped_message(runner.global_step(),
+                                                   self.model.model_dir),
+                        preemption.exit_status())
+        raise SystemExit(preemption.exit_status())
     return loss
 
   def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):
