@@ -162,11 +162,6 @@ def max_pool(inputs, pool_size, strides, padding='SAME'):
   return tf.nn.max_pool2d(inputs, pool_size, strides, padding)
 
 
-def avg_pool(inputs, pool_size, strides, padding='VALID'):
-  """NHWC average pooling."""
-  return tf.nn.avg_pool2d(inputs, pool_size, strides, padding)
-
-
 def global_avg_pool(inputs):
   """Mean over height and width: [N, H, W, C] -> [N, C]."""
   return tf.reduce_mean(inputs, axis=[1, 2])

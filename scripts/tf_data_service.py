@@ -19,6 +19,7 @@ from absl import flags
 import tensorflow as tf
 
 from input_fn import data_service
+from trainer.compat import tf_private
 
 ROLES = ('dispatcher', 'worker')
 
@@ -61,7 +62,8 @@ def main(argv):
     print(f'dispatcher listening on grpc://{_HOST.value or socket.getfqdn()}:'
           f'{port}', flush=True)
   else:
-    print(f'worker listening on port {server._address.rsplit(":", 1)[1]} '  # pylint: disable=protected-access
+    address = tf_private.data_service_worker_address(server)
+    print(f'worker listening on port {address.rsplit(":", 1)[1]} '
           f'for {_DISPATCHER.value}', flush=True)
   server.join()
 

@@ -1,8 +1,12 @@
-"""pytest setup: the repo root on sys.path, quiet TF C++ logs."""
+"""pytest setup: the repo root on sys.path, quiet TF C++ logs, and no test
+may leave a file in the checkout."""
 
 import logging
 import os
+import subprocess
 import sys
+
+import pytest
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 # absl's first log call outside app.run runs logging.basicConfig(), which
@@ -47,3 +51,39 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionfinish(session, exitstatus):
   if _SHARDS > 1 and exitstatus == 5:  # pytest.ExitCode.NO_TESTS_COLLECTED
     session.exitstatus = 0
+
+
+def untracked_files(root=REPO_ROOT):
+  """The files of checkout `root` that git neither tracks nor ignores; None
+  outside a git checkout (Bazel's runfiles) or without git."""
+  if not os.path.exists(os.path.join(root, '.git')):
+    return None
+  try:
+    listed = subprocess.run(
+        ['git', '-C', root, 'ls-files', '--others', '--exclude-standard',
+         '-z'], capture_output=True, check=True, timeout=60).stdout
+  except (OSError, subprocess.SubprocessError):
+    return None
+  return set(filter(None, listed.decode('utf-8', 'replace').split('\0')))
+
+
+_seen_files = []  # [the untracked files after the last test of this process]
+
+
+@pytest.fixture(autouse=True)
+def _no_new_files_in_the_checkout():
+  """Fails (in its teardown) a test that leaves a new file in the checkout,
+  naming it: tests write under tmp_path. A file already there when the
+  session started is not blamed on any test."""
+  if not _seen_files:
+    _seen_files.append(untracked_files())
+  yield
+  if _seen_files[0] is None:
+    return
+  now = untracked_files() or set()
+  new = sorted(now - _seen_files[0])
+  _seen_files[0] = now
+  if new:
+    pytest.fail(f'the test left new files in the checkout {REPO_ROOT}: '
+                f'{new}; write them under tmp_path.', pytrace=False)
+

@@ -4,16 +4,24 @@ nothing.
 Reads every module of the project (trainer/, model_fn/, input_fn/,
 flags.py) and its imports, function-level ones and
 `importlib.import_module('literal')` included, and checks:
-  * the module import graph has no cycle;
-  * the layers hold: the spec types (trainer.api) import no other project
-    package; library packages (runners, guard, compat, model_fn, input_fn)
-    never import the facade (trainer.facade) or an entry point; only entry
-    points install the facade (trainer.facade.install);
-  * only trainer/compat imports TF's private modules (tensorflow.python,
-    tf_keras.src, ...);
+  * the module import graph has no cycle, and neither has the graph of its
+    packages (trainer/api, trainer/compat, trainer/runtime, ..., model_fn,
+    input_fn; a module directly in trainer/ counts as a package of its own);
+  * the layers hold (LAYERS, lowest first; docs/layout.md lists them): a
+    module imports its own layer and lower ones only, never an entry point;
+    only entry points install the facade (trainer.facade.install);
+  * trainer/ keeps few loose modules: the entry points and the
+    configuration (LOOSE_MODULES); everything else lives in a package;
+  * only trainer/compat touches TensorFlow's internals: no other module of
+    the project, scripts/, bench/ or tools/ imports TF's private modules
+    (tensorflow.python, tf_keras.src, ...) or reads a `_`-prefixed
+    attribute of TensorFlow (on `tf.`/`tensorflow.` expressions, names
+    assigned from them, or a known private member of TF objects:
+    PRIVATE_TF_MEMBERS), getattr/hasattr/setattr with such names included;
   * importing every library module in a fresh TF >= 2.16 interpreter
     leaves `tf.estimator` absent (no import-time patching; the estimator
     runner, which needs the real one, and the facade are not imported).
+No module is an exception to any of these.
 """
 
 import ast
@@ -29,30 +37,29 @@ from tests import testutil
 # The real source tree (under Bazel too, as build_files_test: not runfiles).
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 PACKAGES = ('trainer', 'model_fn', 'input_fn')
-# Entry points: what a user runs; they may install the facade.
-ENTRY_POINTS = {'trainer.main', 'trainer.verify_migration',
-                'trainer.legacy.__main__', 'trainer.legacy.launcher',
-                'trainer.memory.__main__', 'trainer.runners.native.convert'}
-# Library layers, lowest first: a module of a layer imports only its own
-# layer and lower ones (project modules; not tests, bench or scripts).
+# Entry points: what a user runs (modules, or packages: every module in
+# them); they may install the facade and import any layer.
+ENTRY_POINTS = ('trainer.main', 'trainer.verify_migration', 'trainer.legacy',
+                'trainer.memory.__main__', 'trainer.runners.native.convert')
+# Layers, lowest first (/work/plan/LAYOUT.md's, in the order the code
+# imports them: the runtime and the guard read model_fn/input_fn's record
+# format and serving preprocessing, so those sit below them). A module of a
+# layer imports only its own layer and lower ones. Packages and the
+# configuration modules only: no per-module exception.
 LAYERS = [
-    ('trainer.api', 'trainer.config', 'trainer.compat.tf_private'),
-    # The object-based checkpoint's step key: written by the native runner,
-    # read by the loop whatever runner wrote the checkpoint.
-    ('trainer.compat', 'trainer.runtime.startup',
-     'trainer.runtime.tpu_cluster', 'trainer.runtime.profiling',
-     'trainer.runtime.progress', 'trainer.runtime.tf_config',
-     'trainer.runtime.checkpoints', 'trainer.runtime.predictions',
-     'trainer.runtime.eval_summaries'),
-    ('model_fn', 'input_fn', 'flags', 'trainer.params', 'trainer.models',
-     'trainer.user_flags'),
-    ('trainer.guard', 'trainer.runtime', 'trainer.facade.engine.graph',
-     'trainer.memory'),
-    ('trainer.runners.tf2', 'trainer.runners.native',
-     'trainer.runners.estimator'),
+    ('trainer.api', 'trainer.compat'),
+    ('model_fn', 'input_fn'),
+    ('trainer.runtime', 'trainer.guard'),
+    ('flags', 'trainer.config', 'trainer.params', 'trainer.user_flags',
+     'trainer.models', 'trainer.memory'),
     ('trainer.runners',),
-    ('trainer.facade', 'trainer.legacy'),
+    ('trainer.facade',),
 ]
+# The only modules directly in trainer/: entry points and configuration.
+LOOSE_MODULES = {'__init__.py', 'main.py', 'verify_migration.py',
+                 'config.py', 'params.py', 'user_flags.py'}
+# Besides the library: what else is checked for private TF access.
+OTHER_SOURCES = ('scripts', 'bench', 'tools')
 
 
 def _modules():
@@ -89,16 +96,115 @@ _PRIVATE_TF = ('tensorflow.python', 'tensorflow.compiler', 'tensorflow.tsl',
                'tf_keras.src', 'keras.src')
 
 
-def _private_tf_imports():
+def _other_sources():
+  """{module name: file path} of scripts/, bench/ and tools/."""
+  found = {}
+  for top in OTHER_SOURCES:
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
+      dirnames[:] = [d for d in dirnames if d != '__pycache__']
+      for name in filenames:
+        if name.endswith('.py'):
+          path = os.path.join(dirpath, name)
+          found[os.path.relpath(path, ROOT)[:-3].replace(os.sep, '.')] = path
+  return found
+
+
+def _checked_sources():
+  """Every source checked for private TF access, but trainer/compat's."""
+  return {m: p for m, p in {**_modules(), **_other_sources()}.items()
+          if not (m == 'trainer.compat' or m.startswith('trainer.compat.'))}
+
+
+def _private_tf_imports(sources):
   """{module: sorted private TF modules it imports}."""
   found = {}
-  for module, path in _modules().items():
+  for module, path in sources.items():
     with open(path) as f:
       names = set(_imported_names(ast.parse(f.read(), path)))
     private = sorted(n for n in names if n.startswith(_PRIVATE_TF))
     if private:
       found[module] = private
   return found
+
+
+_TF_MODULES = ('tensorflow', 'tf_keras', 'keras')
+# `_`-prefixed members of TF objects that trainer/compat reads (each behind
+# a named function there): anywhere else, reading one is a private access
+# whatever the object's name.
+PRIVATE_TF_MEMBERS = frozenset((
+    '_ResourceSummaryWriter', '_StopAfterNEvalsHook', '_TPUInferenceContext',
+    '_USE_EQUALITY', '_add_train_op', '_address', '_as_graph_element',
+    '_checkpoint_dir', '_collections', '_current_learning_rate',
+    '_evaluate_once', '_every_secs', '_every_steps',
+    '_get_control_flow_context', '_get_default_variable_store',
+    '_get_or_create_eval_step', '_get_or_create_global_step_read', '_handle',
+    '_init_from_checkpoint', '_is_loss_scaled_by_optimizer', '_last_step',
+    '_listeners', '_make_callable_from_options', '_max_to_keep',
+    '_num_steps', '_numpy', '_read_variable_op', '_reshape', '_saved_model',
+    '_saver', '_scaffold', '_scale_loss_for_estimator_enabled',
+    '_set_attr', '_set_checkpoint_initializer', '_set_control_flow_context',
+    '_sharded', '_shared_name', '_timer', '_values', '_var_list'))
+
+
+def _is_private(name):
+  return name.startswith('_') and not name.startswith('__')
+
+
+def _root(node):
+  """The Name at the root of an attribute/call/subscript chain, or None."""
+  while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+    node = node.func if isinstance(node, ast.Call) else node.value
+  return node.id if isinstance(node, ast.Name) else None
+
+
+def _tf_names(tree):
+  """Names bound to TensorFlow: imports of it, and names assigned from an
+  expression rooted at one (`graph = tf.compat.v1.get_default_graph()`)."""
+  names = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names |= {(a.asname or a.name).split('.')[0] for a in node.names
+                if a.name.split('.')[0] in _TF_MODULES}
+    elif isinstance(node, ast.ImportFrom) and node.module and (
+        node.module.split('.')[0] in _TF_MODULES):
+      names |= {a.asname or a.name for a in node.names}
+  changed = True
+  while changed:
+    changed = False
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Assign) and _root(node.value) in names:
+        for target in node.targets:
+          if isinstance(target, ast.Name) and target.id not in names:
+            names.add(target.id)
+            changed = True
+  return names
+
+
+def private_tf_accesses(source, path='<source>'):
+  """[(line, expression)] of `_`-prefixed TensorFlow attributes `source`
+  reads, writes or names in getattr/hasattr/setattr/delattr."""
+  tree = ast.parse(source, path)
+  tf_names = _tf_names(tree)
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Attribute) and _is_private(node.attr):
+      root = _root(node.value)
+      if root in ('self', 'cls'):
+        continue  # The object's own members (a subclass's included).
+      if root in tf_names or node.attr in PRIVATE_TF_MEMBERS:
+        found.append((node.lineno, ast.unparse(node)))
+    elif (isinstance(node, ast.Call) and
+          getattr(node.func, 'id', None) in (
+              'getattr', 'hasattr', 'setattr', 'delattr') and
+          len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and
+          isinstance(node.args[1].value, str) and
+          _is_private(node.args[1].value)):
+      root = _root(node.args[0])
+      if root in ('self', 'cls'):
+        continue
+      if root in tf_names or node.args[1].value in PRIVATE_TF_MEMBERS:
+        found.append((node.lineno, ast.unparse(node)))
+  return sorted(found)
 
 
 def _graph():
@@ -145,16 +251,45 @@ def _cycle(graph):
   return None
 
 
+def _within(module, prefix):
+  return module == prefix or module.startswith(prefix + '.')
+
+
+def _is_entry_point(module):
+  return any(_within(module, e) for e in ENTRY_POINTS)
+
+
 def _layer(module):
   for index, prefixes in enumerate(LAYERS):
-    if any(module == p or module.startswith(p + '.') for p in prefixes):
+    if any(_within(module, p) for p in prefixes):
       return index
   return None
 
 
+def _package(module):
+  """The package a module belongs to in the package graph: trainer/'s
+  subpackage (trainer.runtime for trainer.runtime.loop), model_fn,
+  input_fn; a module directly in trainer/ (and flags) is its own."""
+  parts = module.split('.')
+  if parts[0] == 'trainer' and len(parts) > 2:
+    return '.'.join(parts[:2])
+  if parts[0] == 'trainer' and len(parts) == 2 and not os.path.isfile(
+      os.path.join(ROOT, 'trainer', parts[1] + '.py')):
+    return module  # A subpackage's __init__.
+  return module if parts[0] == 'trainer' else parts[0]
+
+
+def _package_graph(graph):
+  """{package: set of other packages its modules import}."""
+  packages = collections.defaultdict(set)
+  for module, deps in graph.items():
+    packages[_package(module)] |= {_package(d) for d in deps}
+  return {p: deps - {p} for p, deps in packages.items()}
+
+
 def test_every_library_module_has_a_layer():
   unplaced = [m for m in _graph() if _layer(m) is None and
-              m not in ENTRY_POINTS and m != 'trainer']
+              not _is_entry_point(m) and m != 'trainer']
   assert not unplaced, f'give these a layer in LAYERS: {unplaced}'
 
 
@@ -163,14 +298,19 @@ def test_no_import_cycle():
   assert cycle is None, 'import cycle: ' + ' -> '.join(cycle)
 
 
+def test_no_package_import_cycle():
+  cycle = _cycle(_package_graph(_graph()))
+  assert cycle is None, 'packages import each other: ' + ' -> '.join(cycle)
+
+
 def test_imports_go_down_the_layers():
   upward = []
   for module, deps in sorted(_graph().items()):
-    if module in ENTRY_POINTS or module == 'trainer':
+    if _is_entry_point(module) or module == 'trainer':
       continue
     for dep in sorted(deps):
-      if dep in ENTRY_POINTS or (dep != 'trainer' and
-                                 _layer(dep) > _layer(module)):
+      if _is_entry_point(dep) or (dep != 'trainer' and
+                                  _layer(dep) > _layer(module)):
         upward.append(f'{module} -> {dep}')
   assert not upward, 'imports of a higher layer:\n' + '\n'.join(upward)
 
@@ -178,16 +318,45 @@ def test_imports_go_down_the_layers():
 def test_only_entry_points_install_the_facade():
   installers = sorted(m for m, deps in _graph().items()
                       if 'trainer.facade.install' in deps and
-                      not m.startswith('trainer.facade') and
-                      m not in ENTRY_POINTS)
+                      not _within(m, 'trainer.facade') and
+                      not _is_entry_point(m))
   assert not installers, installers
 
 
-def test_only_compat_touches_tf_internals():
-  outside = {m: names for m, names in _private_tf_imports().items()
-             if not m.startswith('trainer.compat.')}
+def test_trainer_keeps_few_loose_modules():
+  loose = {n for n in os.listdir(os.path.join(ROOT, 'trainer'))
+           if n.endswith('.py')}
+  assert loose <= LOOSE_MODULES, (
+      f'put {sorted(loose - LOOSE_MODULES)} in a package of trainer/ '
+      '(docs/layout.md)')
+  assert len(loose) < 8
+
+
+def test_only_compat_imports_tf_internals():
+  outside = _private_tf_imports(_checked_sources())
   assert not outside, f'move these into trainer/compat: {outside}'
-  assert 'trainer.compat.tf_private' in _private_tf_imports()
+  compat = {m: p for m, p in _modules().items()
+            if _within(m, 'trainer.compat')}
+  assert 'trainer.compat.tf_private' in _private_tf_imports(compat)
+
+
+def test_only_compat_reads_private_tf_attributes():
+  found = {}
+  for module, path in sorted(_checked_sources().items()):
+    with open(path) as f:
+      accesses = private_tf_accesses(f.read(), path)
+    if accesses:
+      found[module] = accesses
+  assert not found, ('give each a named function in trainer/compat: '
+                     f'{found}')
+
+
+def test_compat_reads_private_tf_attributes():
+  """The check sees what compat does (it would see it anywhere else)."""
+  path = os.path.join(ROOT, 'trainer', 'compat', 'tf_private.py')
+  with open(path) as f:
+    found = private_tf_accesses(f.read(), path)
+  assert any('_scale_loss_for_estimator_enabled' in e for _, e in found)
 
 
 def test_the_checks_catch_a_cycle_and_an_upward_import():
@@ -196,10 +365,45 @@ def test_the_checks_catch_a_cycle_and_an_upward_import():
   assert _layer('trainer.api.specs') < _layer('trainer.runners.tf2.runner')
   assert _layer('trainer.runners.tf2.runner') < _layer(
       'trainer.facade.estimator')
+  assert _layer('trainer.runtime.loop') < _layer('trainer.runners.registry')
+  assert _is_entry_point('trainer.legacy.launcher')
+  assert not _is_entry_point('trainer.facade.install')
   tree = ast.parse(
       'import importlib\n'
       'def f():\n  importlib.import_module("trainer.runners.tf2.runner")')
   assert 'trainer.runners.tf2.runner' in set(_imported_names(tree))
+
+
+def test_the_package_graph_catches_a_cycle_of_packages():
+  graph = {'trainer.api.specs': {'trainer.compat.tf_private'},
+           'trainer.compat.estimator_names': {'trainer.api.errors'},
+           'trainer.compat.tf_private': set(), 'trainer.api.errors': set()}
+  assert _cycle(graph) is None  # No module cycle...
+  assert _cycle(_package_graph(graph)) in (  # ...but a package cycle.
+      ['trainer.api', 'trainer.compat', 'trainer.api'],
+      ['trainer.compat', 'trainer.api', 'trainer.compat'])
+  assert _package('trainer.runtime.loop') == 'trainer.runtime'
+  assert _package('trainer.config') == 'trainer.config'
+  assert _package('model_fn.native.layers') == 'model_fn'
+
+
+def test_the_private_attribute_check_catches_tf_internals():
+  source = (
+      'import tensorflow as tf\n'
+      'from tensorflow.compat import v1\n'
+      'graph = tf.compat.v1.get_default_graph()\n'
+      'a = tf.compat.v1.train.Saver._something\n'
+      'b = graph._last_id\n'
+      'c = getattr(graph, "_is_loss_scaled_by_optimizer", False)\n'
+      'd = v1._private\n'
+      'def f(saver, op):\n'
+      '  op._set_attr("x", None)\n'
+      '  return saver._var_list, saver.__class__, self._mine\n'
+      'e = spec._replace(mode=1)\n')
+  found = [e for _, e in private_tf_accesses(source)]
+  assert found == ['tf.compat.v1.train.Saver._something', 'graph._last_id',
+                   "getattr(graph, '_is_loss_scaled_by_optimizer', False)",
+                   'v1._private', 'op._set_attr', 'saver._var_list'], found
 
 
 _PROBE = """
@@ -216,9 +420,11 @@ print('ok', len(sys.argv) - 1)
 @pytest.mark.skipif(testutil.HAS_ESTIMATOR, reason=(
     'TF <= 2.15 has tf.estimator of its own'))
 def test_importing_library_modules_patches_nothing():
-  library = sorted(m for m in _graph() if m not in ENTRY_POINTS and
-                   not m.startswith(('trainer.legacy', 'trainer.facade',
-                                     'trainer.runners.estimator')) and
+  # The estimator runner needs the real Estimator; the facade is what
+  # entry points install.
+  library = sorted(m for m in _graph() if not _is_entry_point(m) and
+                   not _within(m, 'trainer.facade') and
+                   not _within(m, 'trainer.runners.estimator') and
                    not m.endswith('__main__'))
   result = subprocess.run(
       [sys.executable, '-c', _PROBE, *library], cwd=ROOT,

@@ -190,6 +190,9 @@ def run_cell(cell, api, shared):
         'steps_run': (len(obs['actions'][-1]['losses']) + obs['actions'][-1][
             'hooks'].count('user.before_run')) if obs['actions'] else 0,
         'message': str(e)[:400]}
+  # What a user reads once the program exits: writers still open after a
+  # failed call (Estimator's cached FileWriters) are flushed at exit.
+  tf.compat.v1.summary.FileWriterCache.clear()
   obs['checkpoint'] = observe.checkpoint(model_dir)
   obs['events'] = observe.events(model_dir)
   obs['side'] = observe.plain(rec['side'])

@@ -10,6 +10,7 @@ JSON values.
 
 import collections
 import os
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -64,6 +65,28 @@ def _scalar(value):
   return value.WhichOneof('value')
 
 
+def _values(path, patience_secs=5.0):
+  """[(tag, [step, value]), ...] of an events file; None if it is truncated.
+
+  A writer's background thread may still be appending its last record when
+  the file is read: a truncated file is read again for up to patience_secs.
+  """
+  deadline = time.time() + patience_secs
+  while True:
+    values = []
+    try:
+      for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+          timing = value.tag in _TIMING_TAGS or 'fraction_' in value.tag
+          values.append((value.tag, [int(event.step),
+                                     None if timing else _scalar(value)]))
+      return values
+    except tf.errors.DataLossError:
+      if time.time() > deadline:
+        return None
+      time.sleep(0.2)
+
+
 def events(model_dir, skip=('export',)):
   """{relative dir: {tag: [[step, value], ...]}} of every events file."""
   found = collections.defaultdict(lambda: collections.defaultdict(list))
@@ -73,15 +96,12 @@ def events(model_dir, skip=('export',)):
       if 'tfevents' not in name:
         continue
       rel = os.path.relpath(root, model_dir)
-      try:
-        for event in tf.compat.v1.train.summary_iterator(
-            os.path.join(root, name)):
-          for value in event.summary.value:
-            timing = value.tag in _TIMING_TAGS or 'fraction_' in value.tag
-            found[rel][value.tag].append(
-                [int(event.step), None if timing else _scalar(value)])
-      except tf.errors.DataLossError:  # Still being written: a truncated file.
+      values = _values(os.path.join(root, name))
+      if values is None:  # Truncated, and it stayed so: a broken file.
         found[rel]['<truncated events file>'].append([-1, None])
+        continue
+      for tag, entry in values:
+        found[rel][tag].append(entry)
   return {d: {t: sorted(v, key=lambda sv: (sv[0], str(sv[1])))
               for t, v in sorted(tags.items())}
           for d, tags in sorted(found.items())}

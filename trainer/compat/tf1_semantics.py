@@ -185,6 +185,18 @@ def saver_max_to_keep(saver):
   return bound.arguments['max_to_keep']
 
 
+def saver_var_list(saver):
+  """The var_list a tf.compat.v1 Saver saves (its private `_var_list`)."""
+  return saver._var_list  # pylint: disable=protected-access
+
+
+def saver_like(saver, var_list):
+  """A tf.compat.v1 Saver of `var_list` with the reshape and sharded
+  settings `saver` was built with."""
+  return tf.compat.v1.train.Saver(var_list, reshape=saver._reshape,  # pylint: disable=protected-access
+                                  sharded=saver._sharded)  # pylint: disable=protected-access
+
+
 def eager_saver(saver):
   """`saver`, or the Saver it stands for if it was made inside a trace."""
   if saver is None or not hasattr(saver, 'traced_arguments'):
@@ -238,8 +250,9 @@ def _read_variable_op(variable, no_copy=False):
   return _ORIGINAL_READ(variable, no_copy=no_copy)
 
 
-def _components(variable):
-  """The variable, and each replica's copy of a distributed one."""
+def variable_components(variable):
+  """The variable, and each replica's copy of a distributed one (its
+  private `_values`)."""
   return [variable] + list(getattr(variable, '_values', ()))
 
 
@@ -248,7 +261,7 @@ def reads_at_step_start(variable, value):
   """While one step is built, reads of `variable` (and of its replica
   copies) in the current graph give `value`, its read at the step's start."""
   graph = tf.compat.v1.get_default_graph()
-  keys = [id(v) for v in _components(variable)]
+  keys = [id(v) for v in variable_components(variable)]
   with _lock:
     for key in keys:
       _step_start[key] = (graph, value)
@@ -362,8 +375,3 @@ def graph_semantics():
       _depth -= 1
       if _depth == 0:
         _uninstall()
-
-
-def active():
-  """True inside graph_semantics()."""
-  return _depth > 0

@@ -142,12 +142,30 @@ def session_run_hooks_module():
   return basic_session_run_hooks
 
 
-def evaluation_module():
-  """tensorflow.python.training.evaluation: `_evaluate_once` (evaluation
-  with update ops per batch and final ops once, what Estimator.evaluate
-  runs) and `_StopAfterNEvalsHook`."""
+def _evaluation_module():
+  """tensorflow.python.training.evaluation, looked up at each call (as
+  Estimator.evaluate does; tests patch it there)."""
   from tensorflow.python.training import evaluation  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   return evaluation
+
+
+def evaluate_once(**kwargs):
+  """evaluation._evaluate_once(**kwargs): update ops per batch and final
+  ops once, in a MonitoredSession, what Estimator.evaluate runs; the final
+  ops' values."""
+  return _evaluation_module()._evaluate_once(**kwargs)  # pylint: disable=protected-access
+
+
+def stop_after_n_evals_hook(num_evals):
+  """evaluation._StopAfterNEvalsHook: stops an evaluation after
+  `num_evals` runs of its update op."""
+  return _evaluation_module()._StopAfterNEvalsHook(num_evals=num_evals)  # pylint: disable=protected-access
+
+
+def get_or_create_eval_step():
+  """evaluation._get_or_create_eval_step: the graph's eval step counter,
+  which _evaluate_once's hooks count with."""
+  return _evaluation_module()._get_or_create_eval_step()  # pylint: disable=protected-access
 
 
 def create_global_step_read(graph):
@@ -231,3 +249,28 @@ def configure_peer_heartbeat(cluster_spec, timeout_secs):
       coordinated_jobs=jobs,
       heartbeat_timeout_in_ms=int(timeout_secs * 1000))
   return True
+
+
+def loss_scaled_by_optimizer(graph):
+  """Whether a tf.compat.v1 optimizer scaled the loss of `graph`'s replica
+  by 1/replicas (the flag it sets on the graph, as Estimator reads it for
+  the loss it reports)."""
+  return getattr(graph, '_is_loss_scaled_by_optimizer', False)
+
+
+def is_symbolic_tensor(value):
+  """True for a graph (symbolic) Tensor, False for an eager one or any
+  other value (an eager tensor has its `_numpy`)."""
+  return isinstance(value, tf.Tensor) and not hasattr(value, '_numpy')
+
+
+def current_learning_rate(optimizer):
+  """The variable a Keras optimizer recomputes its learning rate into at
+  every step (its `_current_learning_rate`); None if it has none."""
+  return getattr(optimizer, '_current_learning_rate', None)
+
+
+def data_service_worker_address(server):
+  """'HOST:PORT' a tf.data service WorkerServer listens on (its private
+  `_address`: WorkerServer has no public one)."""
+  return server._address  # pylint: disable=protected-access

@@ -38,8 +38,9 @@ from trainer.facade.engine.graph import export as graph_export
 from trainer.facade.engine.graph import predict as graph_predict
 from trainer.facade.engine.graph import program as program_lib
 from trainer.facade.engine.graph import train as graph_train
+from trainer.runtime import checkpoints
+from trainer.runtime import strategy as strategy_lib
 
-ModeKeys = specs.ModeKeys
 _v1 = tf.compat.v1
 _MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'config'}
 _ALLOWED_OVERRIDES = frozenset((
@@ -119,11 +120,10 @@ def _config_with_model_dir(config, model_dir):
 
 
 def load_global_step_from_checkpoint_dir(checkpoint_dir):
-  """global_step of the latest checkpoint in checkpoint_dir; 0 if none."""
+  """global_step of the latest checkpoint in checkpoint_dir; 0 if none (or
+  if it cannot be read: Estimator's contract)."""
   try:
-    reader = _v1.train.NewCheckpointReader(
-        tf.train.latest_checkpoint(checkpoint_dir))
-    return reader.get_tensor(_v1.GraphKeys.GLOBAL_STEP)
+    return checkpoints.latest_checkpoint_step(checkpoint_dir) or 0
   except Exception:  # pylint: disable=broad-except  (Estimator's contract)
     return 0
 
@@ -174,19 +174,6 @@ def _check_listeners_type(listeners):
       raise TypeError('saving_listeners must be a list of '
                       f'CheckpointSaverListener, given: {listener}')
   return listeners
-
-
-def _is_distributed(strategy):
-  """A strategy of several replicas, on TPU, across workers or with
-  parameter servers (which the tf2 runner refuses by name)."""
-  if strategy is None:
-    return False
-  kind = type(strategy).__name__
-  return (strategy.num_replicas_in_sync > 1 or
-          isinstance(strategy, (tf.distribute.TPUStrategy,
-                                tf.distribute.MultiWorkerMirroredStrategy)) or
-          any(name in kind for name in ('TPU', 'MultiWorker',
-                                        'ParameterServer', 'CentralStorage')))
 
 
 def _multi_worker(config):
@@ -282,9 +269,10 @@ class Estimator:
     cluster of workers. A one-replica strategy (OneDeviceStrategy, a
     MirroredStrategy of one device) runs on the graph engine, as Estimator
     runs it: in a Session, with the same results as without it."""
-    distribution = (self._train_distribution if mode == ModeKeys.TRAIN
+    distribution = (self._train_distribution if mode == specs.ModeKeys.TRAIN
                     else self._eval_distribution)
-    return _is_distributed(distribution) or _multi_worker(self._config)
+    return (strategy_lib.is_distributed(distribution) or
+            _multi_worker(self._config))
 
   def _backend(self):
     return backend.Backend(backend.Model(
@@ -317,7 +305,7 @@ class Estimator:
     hooks = _check_hooks_type(hooks)
     hooks.extend(self._convert_train_steps_to_hooks(steps, max_steps))
     saving_listeners = _check_listeners_type(saving_listeners)
-    if self._needs_tf2(ModeKeys.TRAIN):
+    if self._needs_tf2(specs.ModeKeys.TRAIN):
       with behavior.tf2_behavior():
         loss = self._backend().train(input_fn, hooks=hooks,
                                      listeners=saving_listeners)
@@ -338,7 +326,7 @@ class Estimator:
                name=None):
     """Metrics of the latest (or the given) checkpoint, with global_step."""
     hooks = _check_hooks_type(hooks)
-    if self._needs_tf2(ModeKeys.EVAL):
+    if self._needs_tf2(specs.ModeKeys.EVAL):
       if steps is not None and steps <= 0:
         raise ValueError(f'Must specify steps > 0, given: {steps}')
       with behavior.tf2_behavior():
@@ -352,7 +340,7 @@ class Estimator:
               checkpoint_path=None, yield_single_examples=True):
     """Yields predictions (see tf.estimator.Estimator.predict)."""
     hooks = _check_hooks_type(hooks)
-    if self._needs_tf2(ModeKeys.PREDICT):
+    if self._needs_tf2(specs.ModeKeys.PREDICT):
       with behavior.tf2_behavior():
         yield from self._backend().predict(
             input_fn, checkpoint_path=checkpoint_path, hooks=hooks,
@@ -368,7 +356,7 @@ class Estimator:
   def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
                          assets_extra=None, as_text=False,
                          checkpoint_path=None,
-                         experimental_mode=ModeKeys.PREDICT):
+                         experimental_mode=specs.ModeKeys.PREDICT):
     """Exports a SavedModel of `experimental_mode` under export_dir_base;
     returns its directory (bytes)."""
     if not serving_input_receiver_fn:
@@ -395,7 +383,7 @@ class Estimator:
     if not serving_input_receiver_fn:
       raise ValueError('An input_receiver_fn must be defined.')
     return self._export_all_saved_models(
-        export_dir_base, {ModeKeys.PREDICT: serving_input_receiver_fn},
+        export_dir_base, {specs.ModeKeys.PREDICT: serving_input_receiver_fn},
         assets_extra=assets_extra, as_text=as_text,
         checkpoint_path=checkpoint_path,
         strip_default_attrs=strip_default_attrs)

@@ -309,7 +309,9 @@ def install():
   tf.compat.v2.estimator = _modules['tensorflow.estimator']
   tf.compat.v1.estimator = _modules['tensorflow.compat.v1.estimator']
   logging.info('TensorFlow %s has no tf.estimator: installed the '
-               'trainer.legacy facade (Estimator API on the tf2 runner).',
+               'trainer.legacy facade (the Estimator API: on one device on '
+               'the graph engine, under a multi-replica or TPU strategy or '
+               'across TF_CONFIG workers on the tf2 runner).',
                tf.__version__)
   return True
 

@@ -27,7 +27,9 @@ usage: python -m trainer.legacy [--cpu_fallback] [--peer_timeout_secs=N]
                                (PROGRAM.py | -m MODULE) [ARGS...]
 
 Runs a legacy tf.estimator / TPUEstimator program unchanged; on TensorFlow
-without Estimator (>= 2.16) its Estimator calls run on the tf2 runner.
+without Estimator (>= 2.16) its Estimator calls run on the facade: on one
+device on the graph engine (a TF1 graph and a Session, as Estimator), under
+a multi-replica or TPU strategy or a cluster of workers on the tf2 runner.
 
 launcher flags (before the program):
   --cpu_fallback  a TPUClusterResolver that finds no TPU means "no TPU": the
@@ -114,7 +116,9 @@ def _prepare(cpu_fallback, peer_timeout_secs):
   from trainer.facade import install
   if install.install() or install.installed():
     _say(f'TensorFlow {tf.__version__} has no tf.estimator: the program\'s '
-         'Estimator calls run on the tf2 runner (trainer.legacy facade).')
+         'Estimator calls run on the trainer.legacy facade: on one device on '
+         'the graph engine (as Estimator), under a multi-replica or TPU '
+         'strategy or across TF_CONFIG workers on the tf2 runner.')
   else:
     _say(f'TensorFlow {tf.__version__} has tf.estimator: running the real '
          'Estimator unchanged.')

@@ -58,6 +58,42 @@ def make_strategy(params):
   return tf.distribute.get_strategy(), 'default'
 
 
+def strategy_kind(strategy):
+  """The runners' name for `strategy`'s kind: 'tpu', 'multi_worker_mirrored',
+  'mirrored', 'default' (the default strategy, none in scope), else its class
+  name (OneDeviceStrategy, a tf.compat.v1 or parameter-server strategy)."""
+  if isinstance(strategy, tf.distribute.TPUStrategy):
+    return 'tpu'
+  if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return 'multi_worker_mirrored'
+  if isinstance(strategy, tf.distribute.MirroredStrategy):
+    return 'mirrored'
+  if (not tf.distribute.has_strategy() and
+      strategy is tf.distribute.get_strategy()):
+    return 'default'
+  return type(strategy).__name__
+
+
+def is_parameter_server(strategy):
+  """Whether `strategy` trains with parameter servers (ParameterServer-,
+  CentralStorageStrategy, their tf.compat.v1 classes too)."""
+  kind = type(strategy).__name__
+  return 'ParameterServer' in kind or 'CentralStorage' in kind
+
+
+def is_distributed(strategy):
+  """Whether Estimator runs under `strategy` distributed: several replicas,
+  on TPU, across workers or with parameter servers (tf.compat.v1 classes
+  included, by name); False for None and one-replica strategies."""
+  if strategy is None:
+    return False
+  kind = type(strategy).__name__
+  return (strategy.num_replicas_in_sync > 1 or
+          strategy_kind(strategy) in ('tpu', 'multi_worker_mirrored') or
+          'TPU' in kind or 'MultiWorker' in kind or
+          is_parameter_server(strategy))
+
+
 def any_worker(strategy, flag):
   """Whether `flag` is True on any worker of a MultiWorkerMirroredStrategy
   job (an all-reduce every worker must call at the same point); `flag`

@@ -1,14 +1,13 @@
 """Console scripts of the installed package (pyproject.toml [project.scripts]).
 
-Each runs its entry point module as `python -m` runs it (as __main__, so its
-set-up before TensorFlow's first import happens first):
+Each runs its entry point module as `python -m MODULE` runs it (as __main__,
+so its set-up before TensorFlow's first import happens first):
 
-  tpu-trainer                    python -m tpu_trainer.trainer.main
-  tpu-trainer-legacy             python -m tpu_trainer.trainer.legacy
-  tpu-trainer-verify-migration   python -m tpu_trainer.trainer.verify_migration
-  tpu-trainer-memory             python -m tpu_trainer.trainer.memory
-  tpu-trainer-convert            python -m
-  tpu_trainer.trainer.runners.native.convert
+  tpu-trainer                   -m tpu_trainer.trainer.main
+  tpu-trainer-legacy            -m tpu_trainer.trainer.legacy
+  tpu-trainer-verify-migration  -m tpu_trainer.trainer.verify_migration
+  tpu-trainer-memory            -m tpu_trainer.trainer.memory
+  tpu-trainer-convert           -m tpu_trainer.trainer.runners.native.convert
 
 The trainer, verify_migration, the memory report and the converter also take
 a packaged flagfile by its repository path from any directory

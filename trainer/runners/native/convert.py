@@ -41,6 +41,7 @@ from model_fn.native import optimization
 import tensorflow as tf
 from trainer import params as params_lib
 from trainer.api import errors
+from trainer.compat import tf_private
 from trainer.runtime import checkpoints
 
 FLAGS = flags.FLAGS
@@ -136,7 +137,7 @@ def plan(values, model, optimizer, root):
   if isinstance(optimizer, optimization.V1Adam):
     for name in ADAM_POWERS:
       targets[name] = (None, 'checked')
-  learning_rate = getattr(optimizer, '_current_learning_rate', None)
+  learning_rate = tf_private.current_learning_rate(optimizer)
   if isinstance(learning_rate, tf.Variable):  # Recomputed every step.
     derived.append(learning_rate)
 

@@ -75,17 +75,6 @@ def _input_fns(input_fn, params):
   return dict(input_fn)
 
 
-def _strategy_kind(strategy):
-  if isinstance(strategy, tf.distribute.TPUStrategy):
-    return 'tpu'
-  if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-    return 'multi_worker_mirrored'
-  if (not tf.distribute.has_strategy() and
-      strategy is tf.distribute.get_strategy()):
-    return 'default'
-  return 'mirrored'
-
-
 class _DropOrbitLines(logging_lib.Filter):
   """Drops Orbit Controller's log lines (the loop policy logs progress)."""
 
@@ -122,7 +111,8 @@ class NativeRunner:
     if strategy is None:
       self.strategy, kind = strategy_lib.make_strategy(params)
     else:
-      self.strategy, kind = strategy, _strategy_kind(strategy)
+      self.strategy, kind = (strategy,
+                             strategy_lib.strategy_kind(strategy))
     self.num_replicas = self.strategy.num_replicas_in_sync
     for key in ('train_batch_size', 'eval_batch_size'):
       if params[key] % self.num_replicas:

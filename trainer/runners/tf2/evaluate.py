@@ -48,7 +48,6 @@ from trainer.runtime import eval_summaries
 from trainer.runtime import predictions as predictions_lib
 from trainer.runtime import strategy as strategy_lib
 
-ModeKeys = estimator_compat.ModeKeys
 _MEAN = tf.distribute.ReduceOp.MEAN
 # Strategy kinds whose replicas each evaluate their own slice of the batch.
 _PER_REPLICA_KINDS = ('tpu', 'multi_worker_mirrored')
@@ -108,7 +107,7 @@ class _OneDeviceSteps:
     runner = evaluation.runner
     self._strategy = runner.strategy
     self._per_replica = (runner.num_replicas > 1 and
-                         not runner.batch_size(ModeKeys.EVAL))
+                         not runner.batch_size(estimator_compat.ModeKeys.EVAL))
     batch = self._batches(element)[0]
     spec = eval_graph.joined_spec(
         getattr(dataset, 'element_spec', None), batch,
@@ -246,11 +245,11 @@ class Evaluation:
     """The model_fn's EVAL spec on the whole batch of one device:
     params['batch_size'] is the global eval batch, as under Estimator."""
     runner = self.runner
-    params = runner.model_params(ModeKeys.EVAL)
-    params['batch_size'] = runner.batch_size(ModeKeys.EVAL)
+    params = runner.model_params(estimator_compat.ModeKeys.EVAL)
+    params['batch_size'] = runner.batch_size(estimator_compat.ModeKeys.EVAL)
     spec = spec_lib.normalize(
-        runner.module(features, labels, ModeKeys.EVAL, params),
-        ModeKeys.EVAL)
+        runner.module(features, labels, estimator_compat.ModeKeys.EVAL, params),
+        estimator_compat.ModeKeys.EVAL)
     if spec.loss is None:
       raise ValueError('model_fn returned no loss in EVAL.')
     return spec
@@ -281,7 +280,8 @@ class Evaluation:
   def replica_eval_step(self, features, labels):
     """The replica step of _ReplicatedSteps."""
     started = graph_check.Recorder.start()
-    spec = self.runner.call_model_fn(features, labels, ModeKeys.EVAL)
+    spec = self.runner.call_model_fn(features, labels,
+                                     estimator_compat.ModeKeys.EVAL)
     if spec.loss is None:
       raise ValueError('model_fn returned no loss in EVAL.')
     _check_metric_ops(spec.eval_metric_ops, self.runner.num_replicas)
@@ -301,7 +301,8 @@ class Evaluation:
   def _replica_predict_step(self, features, labels):
     del labels
     started = graph_check.Recorder.start()
-    spec = self.runner.call_model_fn(features, None, ModeKeys.PREDICT)
+    spec = self.runner.call_model_fn(features, None,
+                                     estimator_compat.ModeKeys.PREDICT)
     if spec.predictions is None:
       raise ValueError('model_fn returned no predictions in PREDICT.')
     self._spec = spec
@@ -376,7 +377,7 @@ class Evaluation:
     kind = (_ReplicatedSteps if self.runner.strategy_kind in _PER_REPLICA_KINDS
             else _OneDeviceSteps)
     steps = kind(self, dataset, element)
-    self._loaded(ModeKeys.EVAL, steps.check, checkpoint_path)
+    self._loaded(estimator_compat.ModeKeys.EVAL, steps.check, checkpoint_path)
     if self._has_hooks():
       with self._tracing_hooks():
         steps = kind(self, dataset, element)
@@ -389,7 +390,7 @@ class Evaluation:
     """{'loss', metric names..., 'global_step'} over `steps` batches (all
     of the input when None)."""
     runner = self.runner
-    dataset = runner.dataset(ModeKeys.EVAL, input_fn)
+    dataset = runner.dataset(estimator_compat.ModeKeys.EVAL, input_fn)
     eval_steps, graph, count, ended, stop = None, None, 0, True, False
     for element in dataset:
       if stop or (steps is not None and count >= steps):
@@ -466,7 +467,7 @@ class Evaluation:
     """Yields one dict of numpy values per example (or per batch), in input
     order; only `predict_keys` when given."""
     runner = self.runner
-    dataset = runner.dataset(ModeKeys.PREDICT, input_fn)
+    dataset = runner.dataset(estimator_compat.ModeKeys.PREDICT, input_fn)
     signature = getattr(dataset, 'element_spec', None)  # Partial batches
 
     def make_fn():  # too, in one trace.

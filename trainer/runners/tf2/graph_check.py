@@ -21,6 +21,7 @@ import threading
 import tensorflow as tf
 
 from trainer.api import errors
+from trainer.compat import tf1_semantics
 
 _WRITES = re.compile(r'^(Assign|ResourceApply|ResourceSparseApply|'
                      r'ResourceScatter|Scatter|Apply|SparseApply)')
@@ -52,7 +53,7 @@ def _handles(variables):
   """ids of the handles of `variables` (each replica's copy included)."""
   handles = set()
   for variable in variables:
-    for component in [variable] + list(getattr(variable, '_values', ())):
+    for component in tf1_semantics.variable_components(variable):
       handle = getattr(component, 'handle', None)
       if handle is not None:
         handles.add(id(handle))

@@ -125,7 +125,7 @@ class TensorInitializerError(errors.TrainerError, ValueError):
 
 
 def _is_symbolic(value):
-  return isinstance(value, tf.Tensor) and not hasattr(value, '_numpy')
+  return tf_private.is_symbolic_tensor(value)
 
 
 def _lift_tensor_initial_value(kwargs, name):

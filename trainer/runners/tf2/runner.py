@@ -48,8 +48,8 @@ from trainer.runtime import loop
 from trainer.runtime import strategy as strategy_lib
 from trainer.runtime import tf_config
 
-ModeKeys = estimator_compat.ModeKeys
-_MODES = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
+_MODES = (estimator_compat.ModeKeys.TRAIN, estimator_compat.ModeKeys.EVAL,
+          estimator_compat.ModeKeys.PREDICT)
 
 
 def _input_fns(input_fn):
@@ -170,9 +170,10 @@ class Tf2Runner:
     if serving_input_receiver_fn is None:
       from trainer.runtime import serving  # pylint: disable=g-import-not-at-top
       serving_input_receiver_fn = serving.serving_input_receiver_fn_for(
-          self.model_params(ModeKeys.PREDICT))
+          self.model_params(estimator_compat.ModeKeys.PREDICT))
     return export.export_saved_model(
-        self._model_fn, self.model_params(ModeKeys.PREDICT, export=True),
+        self._model_fn,
+        self.model_params(estimator_compat.ModeKeys.PREDICT, export=True),
         serving_input_receiver_fn, path, export_dir, self.config)
 
   # -- for verify_migration and tests ------------------------------------
@@ -206,7 +207,8 @@ class Tf2Runner:
 
   def batch_size(self, mode):
     """The global batch of `mode`."""
-    key = 'train_batch_size' if mode == ModeKeys.TRAIN else 'eval_batch_size'
+    key = ('train_batch_size' if mode == estimator_compat.ModeKeys.TRAIN
+           else 'eval_batch_size')
     return self._params[key]
 
   def model_params(self, mode, export=False):

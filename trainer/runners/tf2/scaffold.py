@@ -61,7 +61,7 @@ def _is_distributed(variable):
 def _restore(saver, checkpoint_path):
   """saver.restore(None, checkpoint_path) eagerly, distributed variables
   included: a Saver over their first copies restores, the others follow."""
-  var_list = saver._var_list  # pylint: disable=protected-access
+  var_list = tf1_semantics.saver_var_list(saver)
   distributed = []
 
   def first_copy(value):
@@ -80,8 +80,7 @@ def _restore(saver, checkpoint_path):
     local = var_list
   with tf1_semantics.graph_semantics():
     if distributed:
-      saver = tf.compat.v1.train.Saver(
-          local, reshape=saver._reshape, sharded=saver._sharded)  # pylint: disable=protected-access
+      saver = tf1_semantics.saver_like(saver, local)
     saver.restore(None, checkpoint_path)
   for variable in distributed:  # In cross-replica context: every copy.
     variable.assign(variable.values[0].read_value())

@@ -36,10 +36,6 @@ from tensorflow.core.framework import tensor_pb2
 
 from trainer.api import estimator_names as estimator_compat
 from trainer.compat import tf_private
-from trainer.runtime import driver
-from trainer.runtime import profiling
-from trainer.runtime import tf_config
-
 from trainer.guard import nonfinite
 from trainer.runners.tf2 import checkpoint_listeners
 from trainer.runners.tf2 import graph_check
@@ -49,7 +45,10 @@ from trainer.runners.tf2 import name_checkpoints
 from trainer.runners.tf2 import scaffold as scaffold_lib
 from trainer.runners.tf2 import session_hooks as hooks_lib
 from trainer.runners.tf2 import summaries
+from trainer.runtime import driver
+from trainer.runtime import profiling
 from trainer.runtime import strategy as strategy_lib
+from trainer.runtime import tf_config
 
 _MEAN = tf.distribute.ReduceOp.MEAN
 _TRAIN = estimator_compat.ModeKeys.TRAIN
@@ -117,7 +116,7 @@ class Training:
         context.num_replicas_in_sync == 1):
       return loss
     graph = tf.compat.v1.get_default_graph()
-    if getattr(graph, '_is_loss_scaled_by_optimizer', False):
+    if tf_private.loss_scaled_by_optimizer(graph):
       op = tf.compat.v1.distribute.get_loss_reduction()
     else:
       op = tf.distribute.ReduceOp.SUM

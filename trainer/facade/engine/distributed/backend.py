@@ -37,12 +37,13 @@ from trainer.facade.tpu import util
 from trainer.guard import nonfinite
 from trainer.guard import preemption
 from trainer.runners.tf2 import runner as tf2_runner
+from trainer.runtime import checkpoints
+from trainer.runtime import strategy as strategy_lib
 
 # A module logger, not absl's module functions: those call basicConfig()
 # before the program's app.run, and TF's log lines then print twice.
 logging = std_logging.getLogger(__name__)
 
-ModeKeys = specs.ModeKeys
 _tpu_strategies = {}  # id(resolver) -> TPUStrategy, one per process.
 
 
@@ -61,9 +62,9 @@ class Model:
 
   def batch_size(self, mode):
     """TPUEstimator's global batch for mode (None for Estimator)."""
-    return {ModeKeys.TRAIN: self.train_batch_size,
-            ModeKeys.EVAL: self.eval_batch_size,
-            ModeKeys.PREDICT: self.predict_batch_size}[mode]
+    return {specs.ModeKeys.TRAIN: self.train_batch_size,
+            specs.ModeKeys.EVAL: self.eval_batch_size,
+            specs.ModeKeys.PREDICT: self.predict_batch_size}[mode]
 
   @property
   def model_dir(self):
@@ -83,30 +84,11 @@ def _check_cluster(config):
         'tf.distribute strategy places variables and ops; drop device_fn.')
   for name in ('train_distribute', 'eval_distribute'):
     strategy = getattr(config, name)
-    kind = type(strategy).__name__
-    if 'ParameterServer' in kind or 'CentralStorage' in kind:
+    if strategy_lib.is_parameter_server(strategy):
       raise NotImplementedError(
-          f'RunConfig({name}={kind}) is not supported by trainer.legacy: '
-          'parameter-server training has no tf2-runner equivalent; use '
-          'MirroredStrategy or MultiWorkerMirroredStrategy.')
-
-
-def _kind(strategy):
-  """The tf2 runner's name for a strategy's kind."""
-  if isinstance(strategy, tf.distribute.TPUStrategy):
-    return 'tpu'
-  if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-    return 'multi_worker_mirrored'
-  if isinstance(strategy, tf.distribute.MirroredStrategy):
-    return 'mirrored'
-  return type(strategy).__name__
-
-
-def _checkpoint_step(model_dir):
-  path = tf.train.latest_checkpoint(model_dir)
-  if path is None:
-    return 0
-  return tf.train.load_checkpoint(path).get_tensor('global_step')
+          f'RunConfig({name}={type(strategy).__name__}) is not supported by '
+          'trainer.legacy: parameter-server training has no tf2-runner '
+          'equivalent; use MirroredStrategy or MultiWorkerMirroredStrategy.')
 
 
 def _check_checkpoint(path):
@@ -135,7 +117,7 @@ class Backend:
             'with a distribution strategy: give a number of steps.')
     else:
       loop = config.log_step_count_steps or 100
-    eval_mode = ModeKeys.EVAL if mode == ModeKeys.TRAIN else mode
+    eval_mode = specs.ModeKeys.EVAL if mode == specs.ModeKeys.TRAIN else mode
     return config_lib.Config(
         runner='tf2', seed=config.tf_random_seed, jit_compile='off',
         # The launcher configures the peer heartbeat (--peer_timeout_secs).
@@ -154,11 +136,11 @@ class Backend:
   def _strategy(self, mode):
     """(strategy, kind) from the RunConfig, or None for the runner's own."""
     config = self.model.config
-    which = 'train_distribute' if mode == ModeKeys.TRAIN else (
+    which = 'train_distribute' if mode == specs.ModeKeys.TRAIN else (
         'eval_distribute')
     strategy = getattr(config, which)
     if strategy is not None:
-      return strategy, _kind(strategy)
+      return strategy, strategy_lib.strategy_kind(strategy)
     if self.model.use_tpu:
       resolver = getattr(config, 'cluster', None)
       if resolver is None:
@@ -191,9 +173,9 @@ class Backend:
     `hooks` says (or the input ends), with the call's hooks and listeners;
     returns the loss of the last step trained (None if none was), which
     Estimator logs as 'Loss for final step'."""
-    start = int(_checkpoint_step(self.model.model_dir))
+    start = checkpoints.latest_checkpoint_step(self.model.model_dir) or 0
     to_step = hooks_lib.stop_step(hooks, start)
-    runner, _ = self._runner(ModeKeys.TRAIN, input_fn, to_step)
+    runner, _ = self._runner(specs.ModeKeys.TRAIN, input_fn, to_step)
     # Under a strategy TensorFlow may take SIGTERM over (multi-worker): the
     # runner stops at a loop's end with a checkpoint, every worker at the
     # same step, and the program exits 143 as SIGTERM would have ended it.
@@ -213,7 +195,7 @@ class Backend:
   def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):
     """Estimator.evaluate's dict (the runner writes model_dir/eval[_name])."""
     _check_checkpoint(checkpoint_path)
-    runner, _ = self._runner(ModeKeys.EVAL, input_fn)
+    runner, _ = self._runner(specs.ModeKeys.EVAL, input_fn)
     metrics = runner.evaluate(steps, checkpoint_path=checkpoint_path,
                               hooks=hooks, name=name)
     step = np.int64(metrics.pop('global_step'))
@@ -229,7 +211,7 @@ class Backend:
     """Yields Estimator.predict's values: per example (or batch), keys
     filtered as Estimator filters them."""
     _check_checkpoint(checkpoint_path)
-    runner, fns = self._runner(ModeKeys.PREDICT, input_fn)
+    runner, fns = self._runner(specs.ModeKeys.PREDICT, input_fn)
     for value in runner.predict(checkpoint_path=checkpoint_path, hooks=hooks,
                                 yield_single_examples=yield_single_examples):
       if not fns.predictions_are_dict:
@@ -245,16 +227,3 @@ class Backend:
                            f'{list(value)}, provided {predict_keys}.')
         value = kept
       yield value
-
-  def export(self, export_dir_base, serving_input_receiver_fn, *,
-             checkpoint_path):
-    """Path of a SavedModel of the PREDICT graph fed by the receiver fn."""
-    _check_checkpoint(checkpoint_path)
-    path = checkpoint_path or tf.train.latest_checkpoint(self.model.model_dir)
-    if path is None:
-      raise ValueError(
-          f"Couldn't find trained model at {self.model.model_dir}.")
-    runner, _ = self._runner(ModeKeys.PREDICT)
-    return runner.export(export_dir_base,
-                         serving_input_receiver_fn=serving_input_receiver_fn,
-                         checkpoint_path=path)

@@ -23,7 +23,6 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import estimator_calls
 
-ModeKeys = specs.ModeKeys
 
 
 class WarmStart:
@@ -114,10 +113,10 @@ class RunnerFns:
       user_params['use_tpu'] = params['use_tpu']
     spec = estimator_calls.call_model_fn(model.model_fn, features, labels,
                                          mode, user_params, model.config)
-    if mode == ModeKeys.PREDICT:
+    if mode == specs.ModeKeys.PREDICT:
       self.predictions_are_dict = isinstance(
           getattr(spec, 'predictions', None), dict)
-    if mode == ModeKeys.TRAIN and model.warm_start is not None:
+    if mode == specs.ModeKeys.TRAIN and model.warm_start is not None:
       spec = self._with_warm_start(spec)
     return spec
 

@@ -23,7 +23,6 @@ from trainer.facade.engine.graph import program as program_lib
 from trainer.runtime import eval_summaries
 
 _v1 = tf.compat.v1
-ModeKeys = specs.ModeKeys
 
 
 def steps_hooks(steps):
@@ -32,8 +31,7 @@ def steps_hooks(steps):
     return []
   if steps <= 0:
     raise ValueError(f'Must specify steps > 0, given: {steps}')
-  return [tf_private.evaluation_module()._StopAfterNEvalsHook(  # pylint: disable=protected-access
-      num_evals=steps)]
+  return [tf_private.stop_after_n_evals_hook(steps)]
 
 
 def _metric_ops(spec):
@@ -89,8 +87,8 @@ def build(program, input_fn, hooks, checkpoint_path=None):
   graph = _v1.get_default_graph()
   program_lib.create_global_step(program, graph)
   features, labels, input_hooks = inputs.features_and_labels(
-      program.call_input_fn(input_fn, ModeKeys.EVAL))
-  spec = program.call_model_fn(features, labels, ModeKeys.EVAL)
+      program.call_input_fn(input_fn, specs.ModeKeys.EVAL))
+  spec = program.call_model_fn(features, labels, specs.ModeKeys.EVAL)
   update_op, eval_dict = _metric_ops(spec)
   global_step = _v1.train.get_global_step(graph)
   if not checkpoint_path and program.warm_start:
@@ -106,7 +104,7 @@ def build(program, input_fn, hooks, checkpoint_path=None):
       spec.evaluation_hooks or ())
   scaffold = spec.scaffold
   if scaffold and scaffold.local_init_op:
-    tf_private.evaluation_module()._get_or_create_eval_step()  # pylint: disable=protected-access
+    tf_private.get_or_create_eval_step()
     scaffold = _v1.train.Scaffold(
         local_init_op=tf.group(scaffold.local_init_op,
                                _v1.train.Scaffold.default_local_init_op()),
@@ -118,7 +116,7 @@ def run(program, evaluation, checkpoint_path, output_dir, scaffold=None):
   """Runs a built Evaluation in its graph (on `checkpoint_path`'s
   variables, or as `scaffold` initialises them) and writes Estimator's
   summaries to output_dir; the result dict."""
-  results = tf_private.evaluation_module()._evaluate_once(  # pylint: disable=protected-access
+  results = tf_private.evaluate_once(
       checkpoint_path=checkpoint_path,
       master=program.config.evaluation_master,
       scaffold=scaffold or evaluation.scaffold,

@@ -31,7 +31,6 @@ from trainer.facade.engine.graph import program as program_lib
 from trainer.facade.engine.graph import tpu_export as tpu_inference
 
 _v1 = tf.compat.v1
-ModeKeys = specs.ModeKeys
 # The mode of a TPUEstimator's TPU inference graph (TPUEstimator's name).
 _TPU_INFERENCE = '_inference_on_tpu'
 
@@ -68,7 +67,8 @@ def _export_all(program, export_dir_base, input_receiver_fn_map,
   temp_dir = utils.get_temp_export_dir(export_dir)
   builder = _v1.saved_model.Builder(temp_dir)
   save_variables = True
-  for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):
+  for mode in (specs.ModeKeys.TRAIN, specs.ModeKeys.EVAL,
+               specs.ModeKeys.PREDICT):
     if input_receiver_fn_map.get(mode):
       _add_meta_graph(program, builder, input_receiver_fn_map[mode],
                       checkpoint_path, save_variables, mode,
@@ -101,7 +101,7 @@ def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
     _add_graph(program, builder, receiver_fn, checkpoint_path, True,
                save_variables, mode, strip_default_attrs)
     return
-  if tpu.export_to_tpu and mode != ModeKeys.PREDICT:
+  if tpu.export_to_tpu and mode != specs.ModeKeys.PREDICT:
     _v1.logging.warn(
         'TPUEstimator only handles mode PREDICT for exporting when '
         f'`export_to_tpu` is `True`; Mode {mode} will be ignored for TPU.')
@@ -110,7 +110,7 @@ def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,
   if tpu.export_to_cpu:
     _add_graph(program, builder, receiver_fn, checkpoint_path, True,
                save_variables, mode, strip_default_attrs)
-  if tpu.export_to_tpu and mode == ModeKeys.PREDICT:
+  if tpu.export_to_tpu and mode == specs.ModeKeys.PREDICT:
     restore = not tpu.export_to_cpu
     _add_graph(program, builder, receiver_fn, checkpoint_path, restore,
                restore, _TPU_INFERENCE, strip_default_attrs)
@@ -125,10 +125,11 @@ def _call_model_fn(program, receiver, mode):
     if program.tpu.export_api_version == 1:
       return tpu_inference.model_fn_on_tpu(
           lambda features: program.call_model_fn(
-              features, labels, ModeKeys.PREDICT, export=True),
+              features, labels, specs.ModeKeys.PREDICT, export=True),
           receiver.features)
     return program.call_model_fn(receiver.features, labels,
-                                 ModeKeys.PREDICT, export=True, use_tpu=True)
+                                 specs.ModeKeys.PREDICT, export=True,
+                                 use_tpu=True)
 
 
 def _add_graph(program, builder, receiver_fn, checkpoint_path, restore,
@@ -152,7 +153,7 @@ def _add_graph(program, builder, receiver_fn, checkpoint_path, restore,
     signatures = utils.build_all_signature_defs(
         receiver.receiver_tensors, export_outputs,
         getattr(receiver, 'receiver_tensors_alternatives', None),
-        serving_only=(spec.mode == ModeKeys.PREDICT))
+        serving_only=(spec.mode == specs.ModeKeys.PREDICT))
     with _v1.Session(config=program.session_config) as session:
       local_init_op = (spec.scaffold.local_init_op or
                        _v1.train.Scaffold.default_local_init_op())

@@ -18,7 +18,6 @@ from trainer.facade.engine.graph import program as program_lib
 from trainer.runtime import predictions as predictions_lib
 
 _v1 = tf.compat.v1
-ModeKeys = specs.ModeKeys
 
 
 def _extract_keys(predictions, predict_keys):
@@ -54,12 +53,12 @@ def _predict(program, input_fn, predict_keys, hooks, checkpoint_path,
   with graph.as_default():
     program_lib.create_global_step(program, graph)
     features, _, input_hooks = inputs.features_and_labels(
-        program.call_input_fn(input_fn, ModeKeys.PREDICT))
+        program.call_input_fn(input_fn, specs.ModeKeys.PREDICT))
     if program.tpu is None and not inputs.uses_dataset_or_queue(features):
       _v1.logging.warning(
           'Input graph does not use tf.data.Dataset or contain a QueueRunner. '
           'That means predict yields forever. This is probably a mistake.')
-    spec = program.call_model_fn(features, None, ModeKeys.PREDICT)
+    spec = program.call_model_fn(features, None, specs.ModeKeys.PREDICT)
     if not checkpoint_path and program.warm_start:
       _v1.logging.info('Warm-starting with WarmStartSettings: %s',
                        program.warm_start)

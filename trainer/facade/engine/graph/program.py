@@ -27,7 +27,6 @@ from trainer.compat import tf_private
 from trainer.compat import tpu_rewrite as tpu_inference
 from trainer.facade.engine.graph import added_hooks as hooks_lib
 
-ModeKeys = specs.ModeKeys
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +44,9 @@ class TPUSettings:
   export_api_version: int = 1
 
   def batch_size(self, mode):
-    return {ModeKeys.TRAIN: self.train_batch_size,
-            ModeKeys.EVAL: self.eval_batch_size,
-            ModeKeys.PREDICT: self.predict_batch_size}.get(mode)
+    return {specs.ModeKeys.TRAIN: self.train_batch_size,
+            specs.ModeKeys.EVAL: self.eval_batch_size,
+            specs.ModeKeys.PREDICT: self.predict_batch_size}.get(mode)
 
 
 def default_session_config():

@@ -26,7 +26,6 @@ from trainer.facade.engine.graph import inputs
 from trainer.facade.engine.graph import program as program_lib
 
 _v1 = tf.compat.v1
-ModeKeys = specs.ModeKeys
 
 
 def train(program, input_fn, hooks, saving_listeners):
@@ -38,8 +37,8 @@ def train(program, input_fn, hooks, saving_listeners):
     global_step = program_lib.create_global_step(program, graph)
     tf_private.create_global_step_read(graph)
     features, labels, input_hooks = inputs.features_and_labels(
-        program.call_input_fn(input_fn, ModeKeys.TRAIN))
-    spec = program.call_model_fn(features, labels, ModeKeys.TRAIN)
+        program.call_input_fn(input_fn, specs.ModeKeys.TRAIN))
+    spec = program.call_model_fn(features, labels, specs.ModeKeys.TRAIN)
     global_step = _v1.train.get_global_step(graph)
     return _train_with_spec(program, spec, list(input_hooks), list(hooks),
                             global_step, list(saving_listeners))
