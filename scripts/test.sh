@@ -7,7 +7,8 @@
 #                                   # corpus (public codebases,
 #                                   # real Estimator vs the project) and
 #                                   # suite (tensorflow/estimator's own tests
-#                                   # through the facade), newest (TF 2.21:
+#                                   # through the facade, against the real
+#                                   # Estimator's recorded results), newest (TF 2.21:
 #                                   # the tests of the runners, the facade
 #                                   # and the main job, NEWEST_TESTS)
 #   scripts/test.sh legacy          # one lane; extra args go to pytest:
