@@ -131,3 +131,20 @@ def test_hold_keeps_the_lock_until_released(tmp_path):
   assert not model_dir_lock.held_here(model_dir)
   with model_dir_lock.locked(model_dir):
     pass
+
+
+def test_a_held_model_dir_renamed_is_still_held_by_this_process(tmp_path):
+  # Estimator's test_train_save_copy_reload: train, os.renames the model_dir,
+  # train again in the same process on the new path.
+  first, second = str(tmp_path / 'one'), str(tmp_path / 'two')
+  try:
+    model_dir_lock.hold(first)
+    os.rename(first, second)
+    assert model_dir_lock.held_here(second)
+    model_dir_lock.hold(second)  # Not refused: the lock is this process's.
+    with pytest.raises(model_dir_lock.ModelDirLockedError):
+      with model_dir_lock.locked(second, wait_secs=0):
+        pass  # Still a lock against anyone else.
+  finally:
+    model_dir_lock.release_all()
+  assert not model_dir_lock.held_here(second)

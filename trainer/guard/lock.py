@@ -178,9 +178,37 @@ def locked(model_dir, wait_secs=WAIT_SECS):
     _release(handle)
 
 
+def _moved_hold(model_dir):
+  """The path under which hold() took the lock file now in model_dir (a
+  held model_dir renamed or moved: the flock goes with the file), or
+  None."""
+  try:
+    found = os.stat(os.path.join(model_dir, LOCK_FILE))
+  except OSError:
+    return None
+  for key, handle in _held.items():
+    if handle is None:
+      continue
+    try:
+      mine = os.fstat(handle.fileno())
+    except (OSError, ValueError):
+      continue
+    if (mine.st_dev, mine.st_ino) == (found.st_dev, found.st_ino):
+      return key
+  return None
+
+
 def held_here(model_dir):
-  """Whether this process holds model_dir's lock by hold()."""
-  return os.path.realpath(model_dir) in _held
+  """Whether this process holds model_dir's lock by hold() (under this
+  path, or under the one it had before it was renamed)."""
+  key = os.path.realpath(model_dir)
+  if key in _held:
+    return True
+  moved = _is_local(model_dir) and _moved_hold(model_dir)
+  if moved:  # Keyed by the new path from now on.
+    _held[key] = _held.pop(moved)
+    return True
+  return False
 
 
 def hold(model_dir, wait_secs=WAIT_SECS):
@@ -191,9 +219,8 @@ def hold(model_dir, wait_secs=WAIT_SECS):
       _unlocked_warning(model_dir)
       _held[model_dir] = None
     return
-  key = os.path.realpath(model_dir)
-  if key not in _held:
-    _held[key] = _acquire(model_dir, wait_secs)
+  if not held_here(model_dir):
+    _held[os.path.realpath(model_dir)] = _acquire(model_dir, wait_secs)
 
 
 @contextlib.contextmanager

@@ -139,8 +139,12 @@ def train_with_spec(program, spec, worker_hooks, hooks, global_step,
 def _session(program, spec, hooks, chief_only_hooks, **cadence):
   """Estimator's MonitoredTrainingSession on RunConfig.master."""
   config = program.config
-  cluster.check_master(config)
-  return tf_private.training_module().MonitoredTrainingSession(
+  session_fn = tf_private.training_module().MonitoredTrainingSession
+  if session_fn is tf.compat.v1.train.MonitoredTrainingSession:
+    # TF's own session would wait for a missing server; one a program or
+    # test put in its place connects nowhere, as under Estimator.
+    cluster.check_master(config)
+  return session_fn(
       master=config.master, is_chief=config.is_chief,
       checkpoint_dir=program.model_dir, scaffold=spec.scaffold,
       hooks=hooks, chief_only_hooks=chief_only_hooks,
