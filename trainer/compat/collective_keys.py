@@ -42,7 +42,10 @@ def use_own_keys(strategy):
   if (not isinstance(extended, mirrored_strategy.MirroredExtended) or
       strategy.num_replicas_in_sync < 2 or
       not tf.compat.v1.executing_eagerly_outside_functions() or
-      getattr(extended, '_is_multi_worker_training', False)):
+      getattr(extended, '_is_multi_worker_training', False) or
+      # MultiWorkerMirroredStrategy (a MirroredExtended subclass) keys its
+      # collectives per cluster itself and has no _collective_ops.
+      not hasattr(extended, '_collective_ops')):
     return False
   with _lock:
     if extended in _rekeyed:

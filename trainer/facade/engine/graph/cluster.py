@@ -47,6 +47,8 @@ import urllib.parse
 
 import tensorflow as tf
 
+from trainer.api import errors
+
 _v1 = tf.compat.v1
 TRAINERS = ('chief', 'master', 'worker')
 DELAY_SECS_PER_WORKER = 5
@@ -57,7 +59,7 @@ _servers = {}  # target (grpc://host:port) -> the Server this process runs.
 _settings = {'ps_timeout_secs': DEFAULT_PS_TIMEOUT_SECS}
 
 
-class ServerError(RuntimeError):
+class ServerError(errors.TrainerError, RuntimeError):
   """A task's server could not start or is missing; says what to do."""
 
 
