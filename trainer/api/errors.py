@@ -9,3 +9,8 @@ Entry points print it as one line, without a traceback.
 
 class TrainerError(Exception):
   """An error whose message tells the user what to fix."""
+
+
+class CollectiveWithParameterServersError(TrainerError, ValueError):
+  """A MultiWorkerMirroredStrategy made eagerly would wait forever for the
+  cluster's ps tasks (raised by the launcher's guard)."""

@@ -20,12 +20,9 @@ import tensorflow as tf
 _installed = []
 
 
-class CollectiveWithParameterServersError(ValueError):
-  """The strategy would wait forever for the cluster's ps tasks."""
-
-
-def _check():
-  """Raises for a chief/worker of a TF_CONFIG cluster with ps tasks, eager."""
+def _check(error_type):
+  """Raises error_type for a chief/worker of a TF_CONFIG cluster with ps
+  tasks, made eagerly."""
   if not tf.executing_eagerly():
     return
   try:
@@ -36,7 +33,7 @@ def _check():
     return  # TF's own TF_CONFIG error is clearer.
   if not ps or task not in ('chief', 'worker', 'master'):
     return
-  raise CollectiveWithParameterServersError(
+  raise error_type(
       'MultiWorkerMirroredStrategy made in eager mode on a TF_CONFIG cluster '
       f'with "ps" tasks ({len(ps)}): it would wait forever for the ps tasks '
       'to join its collective runtime (Estimator on TF 2.15 hangs here too). '
@@ -56,24 +53,25 @@ def _reads_tf_config(args, kwargs):
   return not given or isinstance(given[0], resolvers.TFConfigClusterResolver)
 
 
-def _guarded(init):
+def _guarded(init, error_type):
   @functools.wraps(init)
   def wrapper(self, *args, **kwargs):
     if _reads_tf_config(args, kwargs):
-      _check()
+      _check(error_type)
     return init(self, *args, **kwargs)
   return wrapper
 
 
-def install():
-  """Guards both MultiWorkerMirroredStrategy classes' constructors (once)."""
+def install(error_type):
+  """Guards both MultiWorkerMirroredStrategy classes' constructors (once):
+  they raise error_type (the caller's error type, built from a message)."""
   if _installed:
     return
   from tensorflow.python.distribute import collective_all_reduce_strategy as module  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   for cls in (module.CollectiveAllReduceStrategy,
               module.CollectiveAllReduceStrategyV1):
     _installed.append((cls, cls.__init__))
-    cls.__init__ = _guarded(cls.__init__)
+    cls.__init__ = _guarded(cls.__init__, error_type)
 
 
 def uninstall():

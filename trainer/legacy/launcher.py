@@ -230,7 +230,7 @@ def _configure_peers(timeout_secs, facade):
   if has_ps:
     if facade:
       from trainer.compat import collective_guard  # pylint: disable=g-import-not-at-top
-      collective_guard.install()
+      collective_guard.install(errors.CollectiveWithParameterServersError)
     return
   from trainer.runtime import tf_config  # pylint: disable=g-import-not-at-top
   tf_config.configure_peer_timeout(timeout_secs)
