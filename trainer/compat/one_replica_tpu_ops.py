@@ -17,14 +17,17 @@ call is left alone):
     other counts or pairs need several cores: they raise;
   * tf.compat.v1.tpu's rewrite, shard, replicate, batch_parallel,
     initialize_system and shutdown_system, which only a TPU can run (they
-    failed at the first session.run with `No OpKernel`), raise when called,
-    that is while the program builds its graph, before any step.
+    failed at the first session.run with `No OpKernel`), raise when the
+    program calls them, that is while it builds its graph, before any
+    step (TensorFlow's own calls, such as TPUEstimator's export of a TPU
+    graph, which never runs here, are left alone).
 What they raise is a NotImplementedError whose message
 `unsupported_call(error)` returns: the call, and the program's own
 --use_tpu flag to change.
 """
 
 import functools
+import inspect
 
 import tensorflow as tf
 from tensorflow.python.tpu import tpu_function  # pylint: disable=g-direct-tensorflow-import
@@ -100,11 +103,20 @@ def _one_replica_permute(original):
   return collective_permute
 
 
+def _called_by_tensorflow():
+  """Whether refused()'s caller is TensorFlow's or Estimator's own code:
+  TPUEstimator.export_saved_model builds (never runs) a TPU graph with
+  tf.compat.v1.tpu.rewrite, which works without a TPU."""
+  frame = inspect.currentframe().f_back.f_back
+  module = frame.f_globals.get('__name__', '') if frame else ''
+  return module.split('.')[0] in ('tensorflow', 'tensorflow_estimator')
+
+
 def _refused_off_tpu(original, name):
 
   @functools.wraps(original)
   def refused(*args, **kwargs):
-    if _outside_tpu_computation():
+    if _outside_tpu_computation() and not _called_by_tensorflow():
       raise _refusal(f'tf.compat.v1.tpu.{name}', 'only a TPU can run')
     return original(*args, **kwargs)
 
