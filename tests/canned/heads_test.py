@@ -1,5 +1,5 @@
-"""tf.estimator's heads through the facade (TF 2.20) against the real ones
-(TF 2.15): the same program (head_program.py: every head, with weights,
+"""tf.estimator's heads through the facade (TF >= 2.16) against the real
+ones (TF 2.15): the same program (head_program.py: every head, with weights,
 vocabularies, thresholds, per-class metrics, sparse labels, regularization,
 Keras and v1 optimizers, MultiHead, and the v1 heads of the tf.compat.v1
 canned Estimators) gives the same eager losses, predictions and metrics,
@@ -7,27 +7,26 @@ and under Estimator the same per-step losses, checkpoint variables,
 evaluation metrics, predictions, summary tags and exported signatures (their
 methods, inputs, output tensor names and dtypes, and outputs).
 
-Drives both lanes' interpreters (.venv/legacy and .venv/modern), so it runs
-once, on the lane without Estimator; it skips where a lane is not installed.
-The in-process tests check what install() publishes on the facade lanes.
+The real Estimator's records are recorded (tests/canned/golden/heads*.json,
+written on TF 2.15 by `.venv/legacy/bin/python -m tests.canned.regenerate
+--heads_only`, tagged with the sha256 of the head_program.py they come
+from); the facade's run here. The in-process tests check what install()
+publishes on the facade lanes.
 """
 
 import json
 import math
 import os
 import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
 
 from tests import testutil
+from tests.canned import regenerate
 
-SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.realpath(__file__))))
-PROGRAM = os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                       'head_program.py')
-PYTHONS = {lane: os.path.join(SOURCE_ROOT, '.venv', lane, 'bin', 'python')
-           for lane in ('legacy', 'modern')}
+PROGRAM = regenerate.HEAD_PROGRAM
 CASES = ('binary', 'binary_vocabulary', 'multi_class',
          'multi_class_vocabulary', 'multi_label',
          'multi_label_sparse_vocabulary', 'regression', 'poisson', 'logistic',
@@ -40,28 +39,35 @@ PARTS = [(case, 'eager') for case in CASES] + [
     (case, 'estimator') for case in CASES + V1_CASES]
 RTOL, ATOL = 1e-5, 1e-6
 
-both_lanes = [
-    pytest.mark.skipif(
-        testutil.HAS_ESTIMATOR,
-        reason='compares TF 2.15 with the facade by driving both lanes; it '
-        'runs once, on the lane without Estimator'),
-    pytest.mark.skipif(
-        not all(os.path.exists(p) for p in PYTHONS.values()),
-        reason='needs both .venv/legacy and .venv/modern (scripts/setup_env.sh)'),
-]
+facade_lane = pytest.mark.skipif(
+    testutil.HAS_ESTIMATOR,
+    reason='compares the facade (TF >= 2.16) with the recorded TF 2.15 '
+    'records; this lane runs the real Estimator')
+REPLICA_CASES = regenerate.HEAD_REPLICA_CASES
 
 
-def _run(lane, work_dir, *flags, name=None):
-  name = name or lane
+def _golden(name):
+  """The real Estimator's records in golden/NAME, if still those of this
+  head_program.py."""
+  with open(os.path.join(regenerate.GOLDEN, name)) as f:
+    golden = json.load(f)
+  assert golden['head_program_sha256'] == regenerate.head_program_sha256(), (
+      f'golden/{name} was recorded from another head_program.py: regenerate '
+      'it (.venv/legacy/bin/python -m tests.canned.regenerate --heads_only)')
+  return golden['records']
+
+
+def _run(work_dir, *flags, name):
+  """head_program.py's records through the facade on this lane."""
   out = os.path.join(work_dir, f'{name}.json')
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
              PYTHONPATH=testutil.REPO_ROOT)
   result = subprocess.run(
-      [PYTHONS[lane], '-m', 'trainer.legacy', PROGRAM, f'--out={out}',
+      [sys.executable, '-m', 'trainer.legacy', PROGRAM, f'--out={out}',
        f'--work_dir={os.path.join(work_dir, name)}'] + list(flags),
       cwd=testutil.REPO_ROOT, env=env, capture_output=True, text=True,
       timeout=testutil.HANG_TIMEOUT)
-  assert result.returncode == 0, f'{lane}: {result.stderr[-3000:]}'
+  assert result.returncode == 0, result.stderr[-3000:]
   with open(out) as f:
     return json.load(f)
 
@@ -69,14 +75,8 @@ def _run(lane, work_dir, *flags, name=None):
 @pytest.fixture(scope='module')
 def records(tmp_path_factory):
   work_dir = str(tmp_path_factory.mktemp('heads'))
-  return {lane: _run(lane, work_dir) for lane in PYTHONS}
-
-
-# Trained with RunConfig(train_distribute=MirroredStrategy) over 2 CPUs: a
-# v2 head with a Keras optimizer (the head divides the loss by the replica
-# count) and a v1 head with a v1 optimizer (which does, reading the loss
-# reduction Keras/tf.compat.v1.losses record on the graph).
-REPLICA_CASES = ('binary', 'v1_binary')
+  return {'legacy': _golden('heads.json'),
+          'modern': _run(work_dir, name='modern')}
 
 
 @pytest.fixture(scope='module')
@@ -85,13 +85,10 @@ def replica_records(tmp_path_factory):
   per process: the tf2 runner's second MirroredStrategy in a process fails
   its collectives (shape mismatch), which is not the heads' concern."""
   work_dir = str(tmp_path_factory.mktemp('replicas'))
-  flags = ('--replicas=2',)
-  records = {'legacy': _run('legacy', work_dir, *flags,
-                            f'--cases={",".join(REPLICA_CASES)}')}
-  records['modern'] = {}
+  records = {'legacy': _golden('heads_replicas.json'), 'modern': {}}
   for case in REPLICA_CASES:
-    records['modern'].update(_run('modern', work_dir, *flags,
-                                  f'--cases={case}', name=f'modern_{case}'))
+    records['modern'].update(_run(work_dir, '--replicas=2', f'--cases={case}',
+                                  name=f'modern_{case}'))
   return records
 
 
@@ -125,8 +122,7 @@ def test_differences_finds_what_differs():
   assert _differences('x', 'y') and _differences(True, 1)
 
 
-@both_lanes[0]
-@both_lanes[1]
+@facade_lane
 @pytest.mark.parametrize('case,part', PARTS)
 def test_head_matches_tf215(records, case, part):
   real = records['legacy'][case][part]
@@ -142,8 +138,7 @@ def test_head_matches_tf215(records, case, part):
   assert not differences, '\n'.join(differences[:30])
 
 
-@both_lanes[0]
-@both_lanes[1]
+@facade_lane
 @pytest.mark.parametrize('case', REPLICA_CASES)
 def test_head_on_two_replicas_matches_tf215(replica_records, case):
   real = dict(replica_records['legacy'][case]['estimator'])

@@ -1,16 +1,22 @@
 """Writes the canned-Estimator goldens from the real Estimator (TF 2.15).
 
-  .venv/legacy/bin/python -m tests.canned.regenerate [--wide_deep_only]
+  .venv/legacy/bin/python -m tests.canned.regenerate [--wide_deep_only |
+      --heads_only]
 
 Runs canned_program.py (through `python -m trainer.legacy`, which on TF 2.15
 changes nothing) and writes, under tests/canned/golden/:
   matrix.json          every cell from its initial values;
   checkpoints/CELL/    the checkpoint of each CHECKED_IN cell after it;
   resume.json          each ROUNDTRIP cell resumed from its checkpoint;
-  wide_deep/           wide_deep_program.py's first and second runs.
+  wide_deep/           wide_deep_program.py's first and second runs;
+  heads.json           head_program.py's every head, one replica;
+  heads_replicas.json  HEAD_REPLICA_CASES on 2 replicas (MirroredStrategy);
+                       both with the sha256 of the head_program.py they
+                       come from (heads_test refuses a stale one).
 """
 
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -30,6 +36,19 @@ ROUNDTRIP = ('wide_deep_classifier', 'linear_classifier_v1',
 # Those whose TF 2.15 checkpoints the repository holds (SDCA's is 4 MB: its
 # hash table's empty buckets).
 CHECKED_IN = tuple(c for c in ROUNDTRIP if c != 'linear_sdca')
+HEAD_PROGRAM = os.path.join(HERE, 'head_program.py')
+# Trained with RunConfig(train_distribute=MirroredStrategy) over 2 CPUs: a
+# v2 head with a Keras optimizer (the head divides the loss by the replica
+# count) and a v1 head with a v1 optimizer (which does, reading the loss
+# reduction Keras/tf.compat.v1.losses record on the graph).
+HEAD_REPLICA_CASES = ('binary', 'v1_binary')
+HEAD_GOLDENS = {'heads.json': (), 'heads_replicas.json': (
+    '--replicas=2', f'--cases={",".join(HEAD_REPLICA_CASES)}')}
+
+
+def head_program_sha256():
+  with open(HEAD_PROGRAM, 'rb') as f:
+    return hashlib.sha256(f.read()).hexdigest()
 
 
 def run(program, *args, python=sys.executable, timeout=3600):
@@ -72,6 +91,10 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
       regenerate_wide_deep(tmp)
     return
+  if argv[1:] == ['--heads_only']:
+    with tempfile.TemporaryDirectory() as tmp:
+      regenerate_heads(tmp)
+    return
   with tempfile.TemporaryDirectory() as tmp:
     fresh, resumed = os.path.join(tmp, 'fresh'), os.path.join(tmp, 'resume')
     run('canned_program.py', f'--out={fresh}.json', f'--work_dir={fresh}')
@@ -92,6 +115,7 @@ def main(argv):
     with open(resumed + '.json') as f:
       _dump(json.load(f), os.path.join(GOLDEN, 'resume.json'))
     regenerate_wide_deep(tmp)
+    regenerate_heads(tmp)
   print(f'regenerate: goldens in {GOLDEN}')
 
 
@@ -109,6 +133,19 @@ def regenerate_wide_deep(tmp):
       f'--from_dir={os.path.join(target, "first")}', f'--out={out}')
   with open(out) as f:
     _dump(json.load(f), os.path.join(target, 'continue.json'))
+
+
+def regenerate_heads(tmp):
+  """head_program's records (HEAD_GOLDENS), each tagged with the program's
+  sha256."""
+  for name, flags in HEAD_GOLDENS.items():
+    out = os.path.join(tmp, name)
+    run('head_program.py', f'--out={out}',
+        f'--work_dir={os.path.join(tmp, name + ".work")}', *flags)
+    with open(out) as f:
+      record = json.load(f)
+    _dump({'head_program_sha256': head_program_sha256(), 'records': record},
+          os.path.join(GOLDEN, name))
 
 
 if __name__ == '__main__':
