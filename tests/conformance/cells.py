@@ -16,8 +16,8 @@ from run to run (and cannot evaluate numpy_function metrics or an EMA Saver
 there), while the contract (issue 17, point 6) is the one-device result.
 The project evaluates each replica's batch in turn, as one device.
 
-Expectations on the project, per lane ('2.15': the facade's classes on TF
-2.15; 'new': the installed facade on TF >= 2.16; '*': both):
+Expectations on the project, per lane ('new': the installed facade on
+TF >= 2.16, where tests/conformance_test.py runs; '*': every lane):
   refused: {lane: error type}: the project refuses it before any step runs,
       with that project error (a trainer.api.errors.TrainerError);
   differs: {lane: reason}: a known gap, compared and expected to fail
@@ -56,7 +56,7 @@ class Cell:
   racy_tags: tuple = ()
 
   def expectation(self, lane):
-    """('match' | 'refused' | 'differs', detail) on lane ('2.15' or 'new')."""
+    """('match' | 'refused' | 'differs', detail) on lane ('new')."""
     for kind in ('refused', 'differs'):
       table = getattr(self, kind)
       if lane in table or '*' in table:

@@ -19,7 +19,7 @@ MIGRATION_MD = os.path.join(goldens.REPO_ROOT, 'MIGRATION.md')
 BEGIN = ('<!-- conformance-table:begin '
          '(python -m tests.conformance.migration_table) -->')
 END = '<!-- conformance-table:end -->'
-LANES = (('2.15', 'TF 2.15 (facade classes)'), ('new', 'TF ≥ 2.16 (facade)'))
+LANES = (('new', 'TF ≥ 2.16 (facade)'),)
 
 
 def _outcome(cell, lane):
@@ -50,7 +50,7 @@ def render():
       f'{title}: ' + ', '.join(f'{n} {k}' for k, n in sorted(
           counts[lane].items())) for lane, title in LANES)
   head = ['| cell | axis | program | ' + ' | '.join(t for _, t in LANES)
-          + ' |', '|---|---|---|---|---|']
+          + ' |', '|---|---|---|' + '---|' * len(LANES)]
   return '\n'.join([
       BEGIN, '',
       f'{len(cells_lib.CELLS)} cells, each compared with the real Estimator '
