@@ -62,10 +62,10 @@ LOOSE_MODULES = {'__init__.py', 'main.py', 'verify_migration.py',
 OTHER_SOURCES = ('scripts', 'bench', 'tools')
 
 
-def _modules():
-  """{module name: file path} of the project's Python modules."""
-  found = {'flags': os.path.join(ROOT, 'flags.py')}
-  for top in PACKAGES:
+def _python_files(tops):
+  """{module name: file path} of the Python files under the `tops` dirs."""
+  found = {}
+  for top in tops:
     for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
       dirnames[:] = [d for d in dirnames if d != '__pycache__']
       for name in filenames:
@@ -74,6 +74,11 @@ def _modules():
           module = os.path.relpath(path, ROOT)[:-3].replace(os.sep, '.')
           found[module.removesuffix('.__init__')] = path
   return found
+
+
+def _modules():
+  """{module name: file path} of the project's Python modules."""
+  return {'flags': os.path.join(ROOT, 'flags.py'), **_python_files(PACKAGES)}
 
 
 def _imported_names(tree):
@@ -98,15 +103,7 @@ _PRIVATE_TF = ('tensorflow.python', 'tensorflow.compiler', 'tensorflow.tsl',
 
 def _other_sources():
   """{module name: file path} of scripts/, bench/ and tools/."""
-  found = {}
-  for top in OTHER_SOURCES:
-    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
-      dirnames[:] = [d for d in dirnames if d != '__pycache__']
-      for name in filenames:
-        if name.endswith('.py'):
-          path = os.path.join(dirpath, name)
-          found[os.path.relpath(path, ROOT)[:-3].replace(os.sep, '.')] = path
-  return found
+  return _python_files(OTHER_SOURCES)
 
 
 def _checked_sources():
