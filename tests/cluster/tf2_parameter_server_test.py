@@ -11,6 +11,7 @@ metrics the tf2 runner reports. No reference run: Estimator had no TF2
 ParameterServerStrategy path.
 """
 
+import importlib.util
 import os
 import re
 import sys
@@ -141,6 +142,61 @@ def test_the_evaluator_reports_what_the_graph_engine_computes(job):
   graph = _graph_engine_runner(model_dir).evaluate(EVAL_STEPS)
   assert graph['global_step'] == TRAIN_STEPS
   assert set(reported) == set(graph), (reported, graph)
+  for name, value in graph.items():
+    np.testing.assert_allclose(reported[name], value, rtol=1e-5,
+                               err_msg=name)
+
+
+def _import_module(path):
+  spec = importlib.util.spec_from_file_location('linear_model', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_a_foreign_model_fn_trains_on_the_ps_and_evaluates_as_in_a_session(
+    tmp_path):
+  """A team's own TPUEstimator model_fn and input_fn (testutil's
+  LEGACY_USER_MODULE: get_variable, eval_metrics, a v1 optimizer), from
+  outside the repository, on 1 chief, 1 worker, 1 ps and 1 evaluator: the
+  worker trains it with its variables on the ps, and its final checkpoint
+  evaluates on the facade's graph engine to the evaluator's metrics."""
+  path = tmp_path / 'linear_model.py'
+  testutil.write_legacy_user_module(path)
+  model_dir = str(tmp_path / 'model')
+  steps, batch = 20, 16
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
+             PYTHONPATH=os.pathsep.join([testutil.REPO_ROOT, str(tmp_path)]))
+  cluster = local_cluster.LocalCluster(
+      [sys.executable, '-m', 'trainer.main', '--runner=tf2',
+       '--model=linear_model:model_fn', '--input=linear_model:input_fn',
+       '--mode=train', f'--train_steps={steps}', '--iterations_per_loop=5',
+       '--save_checkpoints_steps=10', '--eval_steps=1',
+       f'--train_batch_size={batch}', f'--eval_batch_size={batch}',
+       f'--model_dir={model_dir}'],
+      tmp_path / 'logs', local_cluster.cluster_spec(1, 1, 1, 1),
+      env=env, cwd=testutil.REPO_ROOT)
+  cluster.start()
+  try:
+    results = cluster.wait_all(clusterutil.TIMEOUT,
+                               roles=('chief', 'evaluator'))
+  finally:
+    cluster.stop()
+  logs = _logs(cluster)
+  assert results == {'chief:0': 0, 'evaluator:0': 0}, '\n'.join(
+      f'--- {n}\n{log[-2500:]}' for n, log in logs.items())
+  placed = re.search(r'ParameterServerStrategy: (\d+) variables on (.*); '
+                     'steps on the workers', logs['chief:0'])
+  assert placed and int(placed.group(1)) >= 2, logs['chief:0'][-3000:]
+  assert tf.train.load_checkpoint(model_dir).get_tensor(
+      'global_step') == steps
+  reported = _reported_metrics(cluster.task('evaluator').log())
+  assert reported.get('global_step') == steps, reported
+  user = _import_module(path)
+  params = testutil.base_params(model_dir=model_dir, runner='estimator',
+                                eval_steps=1, eval_batch_size=batch)
+  graph = runners.make_runner(params, user.model_fn, user.input_fn).evaluate(1)
+  assert set(reported) == set(graph) >= {'accuracy', 'loss', 'global_step'}
   for name, value in graph.items():
     np.testing.assert_allclose(reported[name], value, rtol=1e-5,
                                err_msg=name)
