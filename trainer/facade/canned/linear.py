@@ -313,14 +313,25 @@ def _sdca_loss_type(head):
     return 'logistic_loss'
   if isinstance(head, (regression_head.RegressionHead,
                        head_v1._RegressionHeadWithMeanSquaredErrorLoss)):  # pylint: disable=protected-access
-    assert head.logits_dimension == 1
+    if head.logits_dimension != 1:
+      raise ValueError('LinearSDCA trains a regression head of one '
+                       f'dimension only; this head has {head.logits_dimension}'
+                       ' (label_dimension=1, or another optimizer).')
     return 'squared_loss'
   raise ValueError(f'Unsupported head type: {head}')
 
 
+def _check_sdca_combiner(sparse_combiner):
+  if sparse_combiner != 'sum':
+    raise ValueError("LinearSDCA combines sparse features by 'sum' only; "
+                     f'got sparse_combiner={sparse_combiner!r}.')
+
+
 def _sdca_model_fn(features, labels, mode, head, feature_columns, optimizer):
   """The spec of a linear model trained by LinearSDCA `optimizer`."""
-  assert canned_private.is_v2(feature_columns)
+  if not canned_private.is_v2(feature_columns):
+    raise ValueError('LinearSDCA needs feature columns of the '
+                     'tf.feature_column (v2) API, not tf.compat.v1 ones.')
   loss_type = _sdca_loss_type(head)
   # v2 heads' models live in the top scope; v1 ones in 'linear' already.
   name = ('linear/linear_model' if isinstance(
@@ -378,7 +389,7 @@ def _linear_model_fn_v2(features, labels, mode, head, feature_columns,
   _check_features(features)
   del config
   if isinstance(optimizer, LinearSDCA):
-    assert sparse_combiner == 'sum'
+    _check_sdca_combiner(sparse_combiner)
     return _sdca_model_fn(features, labels, mode, head, feature_columns,
                           optimizer)
   logits, variables = _linear_model_fn_builder_v2(
@@ -404,7 +415,7 @@ def _linear_model_fn(features, labels, mode, head, feature_columns, optimizer,
   with tf.compat.v1.variable_scope('linear', values=tuple(features.values()),
                                    partitioner=partitioner):
     if isinstance(optimizer, LinearSDCA):
-      assert sparse_combiner == 'sum'
+      _check_sdca_combiner(sparse_combiner)
       return _sdca_model_fn(features, labels, mode, head, feature_columns,
                             optimizer)
     logits = linear_logit_fn_builder(
