@@ -71,13 +71,22 @@ def job(tmp_path_factory):
   model_dir = str(tmp_path / 'model')
   # The cluster resumes from the graph engine's checkpoint (TF1 names).
   _graph_engine_runner(model_dir).train(GRAPH_STEPS)
+  cluster, results, serving = _run_cluster(
+      tmp_path, local_cluster.cluster_spec(1, 2, 1, 1), *FLAGS,
+      '--mode=train', f'--train_steps={TRAIN_STEPS}',
+      f'--model_dir={model_dir}')
+  return cluster, model_dir, results, serving
+
+
+def _run_cluster(tmp_path, spec, *flags):
+  """Runs `trainer.main FLAGS` on every task of `spec` (tmp_path on the
+  PYTHONPATH) until the chief and evaluator exit; (cluster, their exit
+  statuses, {worker/ps task: still serving then})."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
              PYTHONPATH=os.pathsep.join([testutil.REPO_ROOT, str(tmp_path)]))
   cluster = local_cluster.LocalCluster(
-      [sys.executable, '-m', 'trainer.main', *FLAGS, '--mode=train',
-       f'--train_steps={TRAIN_STEPS}', f'--model_dir={model_dir}'],
-      tmp_path / 'logs', local_cluster.cluster_spec(1, 2, 1, 1),
-      env=env, cwd=testutil.REPO_ROOT)
+      [sys.executable, '-m', 'trainer.main', *flags], tmp_path / 'logs',
+      spec, env=env, cwd=testutil.REPO_ROOT)
   cluster.start()
   try:
     results = cluster.wait_all(clusterutil.TIMEOUT,
@@ -86,7 +95,7 @@ def job(tmp_path_factory):
                if t.type in ('worker', 'ps')}
   finally:
     cluster.stop()
-  return cluster, model_dir, results, serving
+  return cluster, results, serving
 
 
 def _logs(cluster):
@@ -165,23 +174,13 @@ def test_a_foreign_model_fn_trains_on_the_ps_and_evaluates_as_in_a_session(
   testutil.write_legacy_user_module(path)
   model_dir = str(tmp_path / 'model')
   steps, batch = 20, 16
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
-             PYTHONPATH=os.pathsep.join([testutil.REPO_ROOT, str(tmp_path)]))
-  cluster = local_cluster.LocalCluster(
-      [sys.executable, '-m', 'trainer.main', '--runner=tf2',
-       '--model=linear_model:model_fn', '--input=linear_model:input_fn',
-       '--mode=train', f'--train_steps={steps}', '--iterations_per_loop=5',
-       '--save_checkpoints_steps=10', '--eval_steps=1',
-       f'--train_batch_size={batch}', f'--eval_batch_size={batch}',
-       f'--model_dir={model_dir}'],
-      tmp_path / 'logs', local_cluster.cluster_spec(1, 1, 1, 1),
-      env=env, cwd=testutil.REPO_ROOT)
-  cluster.start()
-  try:
-    results = cluster.wait_all(clusterutil.TIMEOUT,
-                               roles=('chief', 'evaluator'))
-  finally:
-    cluster.stop()
+  cluster, results, _ = _run_cluster(
+      tmp_path, local_cluster.cluster_spec(1, 1, 1, 1), '--runner=tf2',
+      '--model=linear_model:model_fn', '--input=linear_model:input_fn',
+      '--mode=train', f'--train_steps={steps}', '--iterations_per_loop=5',
+      '--save_checkpoints_steps=10', '--eval_steps=1',
+      f'--train_batch_size={batch}', f'--eval_batch_size={batch}',
+      f'--model_dir={model_dir}')
   logs = _logs(cluster)
   assert results == {'chief:0': 0, 'evaluator:0': 0}, '\n'.join(
       f'--- {n}\n{log[-2500:]}' for n, log in logs.items())
