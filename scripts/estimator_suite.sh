@@ -6,7 +6,7 @@
 # pass on the real Estimator (failed: neither passing through the facade nor
 # a refusal that MIGRATION.md lists). Exits non-zero below 90% or on a
 # failure.
-#   scripts/estimator_suite.sh                   # CI's modules (MODULES below)
+#   scripts/estimator_suite.sh                   # CI's modules (modules=, below)
 #   scripts/estimator_suite.sh estimator_test    # these modules only
 #   scripts/estimator_suite.sh --check           # only that the recording
 #                                                # is current (below)
@@ -29,7 +29,8 @@ ref="$root/tests/estimator_suite_reference"
 
 # The modules CI runs through the facade: run.sh's $ALL. The heads' and
 # canned Estimators' own tests (run.sh's $CANNED) are recorded too; they run
-# once the line below lists them.
+# in CI once this line follows the next one:
+#   modules+=(binary_class_head_test multi_class_head_test regression_head_test baseline_test linear_test dnn_test_fc_v2)
 modules=(run_config_test tpu_config_test estimator_test training_test)
 check_only=0
 [[ "${1:-}" == --check ]] && { check_only=1; shift; }
