@@ -12,7 +12,6 @@ from absl import flags
 from trainer import config as config_lib
 from trainer import params as params_lib
 
-RUNNERS = config_lib.RUNNERS
 MODES = ('train', 'evaluate', 'train_and_evaluate', 'predict', 'export')
 PRECISIONS = ('float32', 'bfloat16')
 OPTIMIZERS = ('sgd', 'momentum', 'adam')
@@ -55,8 +54,9 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'iterations_per_loop', _D.iterations_per_loop,
       'Steps run on the device per host loop (one session.run on TPU).',
       lower_bound=1, flag_values=f)
-  flags.DEFINE_enum(
-      'runner', None, RUNNERS,
+  flags.DEFINE_string(  # Checked against trainer/runners/registry.py's.
+      'runner', None,
+      'One of the registered runners (trainer/runners/registry.py). '
       'estimator: the real TPUEstimator; tf2: the same model_fn under '
       'tf.distribute; native: the TF2-native Keras version of a built-in '
       'model, trained with Orbit (object-based checkpoints: convert a TF1 '

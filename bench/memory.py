@@ -29,12 +29,12 @@ from absl import flags
 import tensorflow as tf
 
 import flags as trainer_flags
-from model_fn import models
 from model_fn.spec import ModeKeys
 from trainer import params as params_lib
 from trainer.facade import install as facade
 from trainer.memory import footprint as memory_footprint
 from trainer.memory import xla as memory_xla
+from trainer.models import builtin
 
 K = 4
 RESNET50 = dict(model='resnet', resnet_depth=50, resnet_stem='imagenet',
@@ -68,7 +68,7 @@ def _params(config, **overrides):
 
 def _footprint(config, **overrides):
   params = _params(config, **overrides)
-  return memory_footprint.footprint(models.MODEL_FNS[params['model']], params)
+  return memory_footprint.footprint(builtin.model_fn(params['model']), params)
 
 
 def _mib(n):
@@ -102,7 +102,7 @@ def _step_ms(params):
     images = tf.random.uniform([batch, 28, 28, 1])
     labels = tf.random.uniform([batch], maxval=params['num_classes'],
                                dtype=tf.int32)
-    spec = models.MODEL_FNS[params['model']](
+    spec = builtin.model_fn(params['model'])(
         {'image': images}, labels, ModeKeys.TRAIN,
         dict(params, batch_size=batch))
     with tf.compat.v1.Session() as sess:

@@ -170,11 +170,11 @@ def tf2_bench(model_fn, input_fn, jit_compile, root):
 def native_bench(input_fn, root):
   """run(steps) -> steps/s of the native runner (Keras model under Orbit),
   built and warmed up once (one loop)."""
-  from trainer.runners.native import runner as native_runner  # pylint: disable=g-import-not-at-top
   loop = FLAGS.iterations_per_loop
   params = _params(root, runner='native', jit_compile='on',
                    train_steps=loop + FLAGS.rounds * FLAGS.steps)
-  runner = native_runner.NativeRunner(params, input_fn=input_fn)
+  # The native runner trains the built-in model's Keras twin: no model_fn.
+  runner = runners.make_runner(params, None, input_fn)
   runner.train_steps(loop)
 
   def run(steps):
@@ -288,6 +288,7 @@ def main(argv):
 if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   trainer_flags.define_flags()
+  runners.add_flag_validator()
   flags.DEFINE_integer('steps', 1000, 'Timed steps per runner and round.',
                        lower_bound=1)
   flags.DEFINE_integer('rounds', 5, 'Rounds over all runners.', lower_bound=1)

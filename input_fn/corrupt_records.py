@@ -1,7 +1,8 @@
 """Finds which TFRecord file is corrupt, and counts what skipping it loses.
 
 TF's reader reports `DataLossError: corrupted record at 4777` without the
-file. On a corrupt record tf.data's TFRecordDataset moves on to the next
+file, and reads a file cut inside a record as if it ended before it
+(record_framing finds those). On a corrupt record tf.data's TFRecordDataset moves on to the next
 file, so `ignore_errors()` skips the corrupt record and the rest of its file;
 the lost tail cannot be split into records (its length fields are not to be
 trusted), so it is counted in bytes.
@@ -13,6 +14,7 @@ import re
 from absl import logging
 import tensorflow as tf
 
+from input_fn import record_framing
 from trainer.api import errors
 
 _OFFSET = re.compile(r'(?:corrupted|truncated) record at (\d+)')
@@ -37,8 +39,29 @@ def _first_line(message):
       ' [Op:IteratorGetNext]', '').replace(' name: ', '').strip()
 
 
+class TruncatedRecordError(CorruptRecordError, errors.TrainerError):
+  """A TFRecord file ends inside a record (record_framing.find_cut)."""
+
+
+def truncated_files_error(cuts, flag='--skip_corrupt_records'):
+  """TruncatedRecordError naming each cut file, the offset and `flag`."""
+  what = ('; '.join(record_framing.describe(c) for c in cuts))
+  return TruncatedRecordError(
+      f'Truncated TFRecord file{"s" if len(cuts) > 1 else ""}: {what}. '
+      'TensorFlow would read the records before the cut and drop the rest '
+      f'without a word. Replace the file{"s" if len(cuts) > 1 else ""}, or '
+      f'pass {flag} to use the records before the cut on purpose.')
+
+
 def scan_file(path):
-  """FileScan of one TFRecord file: reads it to the end or to the corruption."""
+  """FileScan of one TFRecord file: reads it to the end or to the corruption
+  (a local file cut short counts as corrupt at the cut)."""
+  cut = record_framing.find_cut(path) if record_framing.is_checkable(
+      path) else None
+  if cut is not None:
+    return FileScan(path, cut.records,
+                    f'truncated record at {cut.offset} (the file is cut '
+                    'short)', cut.offset, cut.size - cut.offset)
   dataset = tf.data.TFRecordDataset(path)
   try:
     count = int(dataset.reduce(tf.constant(0, tf.int64),

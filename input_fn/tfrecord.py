@@ -13,6 +13,7 @@ from input_fn import corrupt_records
 from input_fn import data_service
 from input_fn import features as feature_lib
 from input_fn import pipeline as pipeline_lib
+from input_fn import record_framing
 from input_fn import seeds
 from input_fn import sharding
 
@@ -41,7 +42,23 @@ def list_files(params, training):
         'GOOGLE_APPLICATION_CREDENTIALS).') from e
   if not files:
     raise ValueError(f'--data_dir: no files match {pattern}.')
+  for path in files:
+    record_framing.check_target(path, what='--data_dir: file')
   return files
+
+
+def check_not_cut(files, params):
+  """TruncatedRecordError naming the local files among `files` that end
+  inside a record (TF would silently drop the cut record and the rest),
+  unless params['skip_corrupt_records'], where they are logged."""
+  cuts = record_framing.find_cuts(files)
+  if not cuts:
+    return
+  if not params['skip_corrupt_records']:
+    raise corrupt_records.truncated_files_error(cuts)
+  for cut in cuts:
+    logging.warning('--skip_corrupt_records: %s; using the records before '
+                    'the cut.', record_framing.describe(cut))
 
 
 def shard_files(files, params):
@@ -71,6 +88,7 @@ def input_fn(params):
   """
   training = is_training(params)
   files = list_files(params, training)
+  check_not_cut(files, params)
   service = training and params['tf_data_service']
   if service:
     data_service.check_reachable(service)

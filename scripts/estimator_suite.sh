@@ -27,11 +27,11 @@ suite="$shared/estimator_suite"
 ref="$root/tests/estimator_suite_reference"
 [[ -f "$suite/run.sh" ]] || { echo "estimator_suite: $suite/run.sh not found (set SHARED_DIR)" >&2; exit 1; }
 
-# The modules CI runs through the facade: run.sh's $ALL. The heads' and
-# canned Estimators' own tests (run.sh's $CANNED) are recorded too; they run
-# in CI once this line follows the next one:
-#   modules+=(binary_class_head_test multi_class_head_test regression_head_test baseline_test linear_test dnn_test_fc_v2)
-modules=(run_config_test tpu_config_test estimator_test training_test)
+# The modules CI runs through the facade: run.sh's $ALL and $CANNED (the
+# heads' and canned Estimators' own tests).
+modules=(run_config_test tpu_config_test estimator_test training_test
+  binary_class_head_test multi_class_head_test regression_head_test
+  baseline_test linear_test dnn_test_fc_v2)
 check_only=0
 [[ "${1:-}" == --check ]] && { check_only=1; shift; }
 [[ $# -gt 0 ]] && modules=("$@")

@@ -9,7 +9,6 @@ import tensorflow as tf
 from input_fn import corrupt_records
 from input_fn import features as feature_lib
 from input_fn import tfrecord
-from model_fn import models
 from model_fn import warm_start
 from model_fn.spec import ModeKeys
 from tests import testutil
@@ -18,6 +17,7 @@ from trainer.guard import fingerprint as run_fingerprint
 from trainer.guard import lock as model_dir_lock
 from trainer.runners import registry as runners
 from trainer.runtime import run_guard
+from trainer.models import builtin
 
 CORRUPT_FILE = 'train-00002-of-00004'
 CORRUPT_AT = 5000  # Byte flipped: inside the file's 15th or so record.
@@ -94,7 +94,7 @@ def test_training_on_a_corrupt_file_names_it(tmp_path):
                                 runner=params_lib.default_runner())
   with pytest.raises(corrupt_records.CorruptRecordError) as raised:
     with run_guard.guarded(params):
-      runners.run(params, models.MODEL_FNS['mlp'], tfrecord.input_fn)
+      runners.run(params, builtin.model_fn('mlp'), tfrecord.input_fn)
   assert path in str(raised.value)
   assert isinstance(raised.value.__cause__, tf.errors.DataLossError)
   assert path not in str(raised.value.__cause__)  # What TF alone says.
@@ -178,7 +178,7 @@ def _model_fn_graph(params, mode=ModeKeys.TRAIN):
   """Builds the MLP model_fn in the current graph; returns its spec."""
   images = tf.zeros([4, 28, 28, 1])
   labels = tf.zeros([4], tf.int32)
-  return models.MODEL_FNS['mlp']({'image': images}, labels, mode,
+  return builtin.model_fn('mlp')({'image': images}, labels, mode,
                                  dict(params, batch_size=4))
 
 
@@ -210,32 +210,38 @@ def test_init_checkpoint_of_another_model_lists_variables(tmp_path):
 def test_model_dir_of_another_configuration_is_refused(tmp_path):
   model_dir = str(tmp_path / 'model')
   first = testutil.base_params(model_dir=model_dir, mlp_hidden_units=[16])
-  run_fingerprint.check(first, training=True)
+  keys = builtin.fingerprint_keys('mlp')  # What main passes for --model=mlp.
+  run_fingerprint.check(first, training=True, model_keys=keys)
   marker = os.path.join(model_dir, 'model.ckpt-10.index')
   open(marker, 'w').close()
-  run_fingerprint.check(first, training=True)  # Same config: resumes.
+  # Same config: resumes.
+  run_fingerprint.check(first, training=True, model_keys=keys)
   run_fingerprint.check(dict(first, learning_rate=0.5, train_steps=999),
-                        training=True)  # Not part of the configuration.
+                        training=True,
+                        model_keys=keys)  # Not part of the configuration.
   assert os.path.exists(marker)
 
   other = dict(first, mlp_hidden_units=[32], optimizer='sgd')
   for training in (True, False):
     with pytest.raises(run_fingerprint.ModelDirMismatchError) as raised:
-      run_fingerprint.check(other, training=training)
+      run_fingerprint.check(other, training=training, model_keys=keys)
     assert '--mlp_hidden_units: [16] there, [32] now' in str(raised.value)
     assert "--optimizer: 'adam' there, 'sgd' now" in str(raised.value)
     assert '--overwrite_model_dir' in str(raised.value)
   with pytest.raises(run_fingerprint.ModelDirMismatchError):
-    run_fingerprint.check(other, training=False, overwrite=True)
+    run_fingerprint.check(other, training=False, overwrite=True,
+                          model_keys=keys)
   assert os.path.exists(marker)  # Refusing deletes nothing.
 
   with model_dir_lock.locked(model_dir):
-    run_fingerprint.check(other, training=True, overwrite=True)
+    run_fingerprint.check(other, training=True, overwrite=True,
+                          model_keys=keys)
     assert not os.path.exists(marker)
     assert os.path.exists(os.path.join(model_dir, model_dir_lock.LOCK_FILE))
-  run_fingerprint.check(other, training=True)  # Now the stored config.
+  # Now the stored config.
+  run_fingerprint.check(other, training=True, model_keys=keys)
   with pytest.raises(run_fingerprint.ModelDirMismatchError):
-    run_fingerprint.check(first, training=True)
+    run_fingerprint.check(first, training=True, model_keys=keys)
 
 
 def test_main_refuses_model_dir_of_another_configuration(tmp_path):

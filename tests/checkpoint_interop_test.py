@@ -9,9 +9,9 @@ the second half: the weights after 100 steps must agree.
 import numpy as np
 
 from input_fn import inputs
-from model_fn import models
 from tests import testutil
 from trainer.runners import registry as runners
+from trainer.models import builtin
 
 TOLERANCE = 1e-5
 
@@ -20,7 +20,7 @@ def _runner(kind, model_dir, **overrides):
   params = testutil.base_params(model_dir=str(model_dir), runner=kind,
                                 train_steps=100, iterations_per_loop=25,
                                 save_checkpoints_steps=50, **overrides)
-  return runners.make_runner(params, models.MODEL_FNS['mlp'],
+  return runners.make_runner(params, builtin.model_fn('mlp'),
                              inputs.INPUT_FNS['tfrecord'])
 
 

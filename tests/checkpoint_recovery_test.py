@@ -58,9 +58,14 @@ def test_leftovers_of_an_interrupted_save_are_removed(tmp_path):
 
   assert path == os.path.join(model_dir, 'model.ckpt-30')
   assert testutil.latest_step(model_dir) == 30
+  quarantine, = glob.glob(os.path.join(model_dir, 'corrupt-*'))
   assert sorted(os.listdir(model_dir)) == sorted(
-      ['checkpoint'] + [f'model.ckpt-{s}.{ext}' for s in (10, 20, 30)
-                        for ext in ('index', 'data-00000-of-00001', 'meta')])
+      ['checkpoint', os.path.basename(quarantine)] +
+      [f'model.ckpt-{s}.{ext}' for s in (10, 20, 30)
+       for ext in ('index', 'data-00000-of-00001', 'meta')])
+  assert sorted(os.listdir(quarantine)) == [  # Moved aside, not deleted.
+      'model.ckpt-0.data-00000-of-00001', 'model.ckpt-40.data-00000-of-00001',
+      'model.ckpt-40.index']
   _assert_every_checkpoint_loads(model_dir)
 
 

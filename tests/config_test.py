@@ -78,8 +78,17 @@ def test_each_flag_values_has_its_own_resolution():
   assert params_lib.resolution(first).yielded == {'mode': 'train'}
 
 
-def test_every_runner_name_has_one_registered_factory():
+def test_runner_flag_is_checked_against_the_one_registry():
   from trainer.runners import registry as runners  # pylint: disable=g-import-not-at-top
-  assert tuple(runners.FACTORIES) == config_lib.RUNNERS
-  flag_values = _parsed()
-  assert tuple(flag_values['runner'].parser.enum_values) == config_lib.RUNNERS
+  assert runners.names() == ('estimator', 'tf2', 'native')
+  flag_values = flags.FlagValues()
+  trainer_flags.define_flags(flag_values)
+  runners.add_flag_validator(flag_values)
+  flag_values(['prog', '--runner=tf2'])
+  assert flag_values.runner == 'tf2'
+  flag_values.unparse_flags()
+  with pytest.raises(flags.IllegalFlagValueError,
+                     match='--runner must be one of estimator, tf2, native'):
+    flag_values(['prog', '--runner=bogus'])
+  with pytest.raises(ValueError, match='--runner=bogus: no such runner'):
+    runners.get('bogus')

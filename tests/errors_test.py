@@ -10,7 +10,7 @@ import os
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _SOURCES = ('trainer', 'model_fn', 'input_fn')
 # Exceptions used for control flow inside one module, never seen by users.
-_INTERNAL = {'NewVariableError'}
+_INTERNAL = {'NewVariableError', 'UnreadableIndexError'}
 
 
 def _error_classes():

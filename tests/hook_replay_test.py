@@ -6,12 +6,12 @@ import pytest
 import tensorflow as tf
 
 from input_fn import inputs
-from model_fn import models
 from tests import testutil
 from trainer.compat import tf_private
 from trainer.runners.estimator import runner as estimator_runner
 from trainer.runners.tf2 import runner as tf2_runner
 from trainer.runners.tf2 import session_hooks as hooks_lib
+from trainer.models import builtin
 
 _v1 = tf.compat.v1
 
@@ -49,7 +49,7 @@ def _params(tmp_path, runner):
 def test_hooks_see_each_step_as_in_a_session(tmp_path):
   recorder = _Recorder()
   runner = tf2_runner.Tf2Runner(_params(tmp_path, 'tf2'),
-                                models.MODEL_FNS['mlp'],
+                                builtin.model_fn('mlp'),
                                 inputs.INPUT_FNS['tfrecord'])
   runner.train(5, hooks=[recorder])
   assert recorder.records == [(k, k, k + 1) for k in range(5)]
@@ -59,7 +59,7 @@ def test_hooks_see_each_step_as_in_a_session(tmp_path):
 def test_estimator_hooks_see_the_same_steps(tmp_path):
   recorder = _Recorder()
   runner = estimator_runner.EstimatorRunner(_params(tmp_path, 'estimator'),
-                                            models.MODEL_FNS['mlp'],
+                                            builtin.model_fn('mlp'),
                                             inputs.INPUT_FNS['tfrecord'])
   runner.estimator.train(
       lambda params: inputs.INPUT_FNS['tfrecord'](dict(params, mode='train')),
@@ -75,7 +75,7 @@ def test_estimator_hooks_see_the_same_steps(tmp_path):
 def test_request_stop_ends_training_after_the_loop(tmp_path):
   recorder = _Recorder(stop_at=3)
   runner = tf2_runner.Tf2Runner(_params(tmp_path, 'tf2'),
-                                models.MODEL_FNS['mlp'],
+                                builtin.model_fn('mlp'),
                                 inputs.INPUT_FNS['tfrecord'])
   runner.train(5, hooks=[recorder])
   # With a user hook the runner runs one step a loop off TPU, as Estimator

@@ -71,3 +71,34 @@ def test_the_table_is_read():
   assert any(paths == ['trainer/runtime/'] and 'controller.py' in names
              for paths, names in rows)
   assert 'trainer/facade/engine/graph/' in _packages()
+
+
+ARCHITECTURE = os.path.join(REPO_ROOT, 'docs', 'architecture.md')
+# A repository path in docs/architecture.md's text: under a top directory
+# of the repository, ending in .py or a slash.
+_ARCHITECTURE_PATH = re.compile(
+    r'(?<![\w/.])((?:trainer|model_fn|input_fn|tests|bench|scripts|docs|'
+    r'requirements)/[\w/.]*?(?:\.py|/))(?![\w/])')
+
+
+def test_architecture_page_names_existing_paths():
+  with open(ARCHITECTURE, encoding='utf-8') as f:
+    text = f.read()
+  paths = sorted(set(_ARCHITECTURE_PATH.findall(text)))
+  assert 'trainer/facade/estimator.py' in paths  # The dispatch it describes.
+  assert 'trainer/runners/registry.py' in paths
+  missing = [p for p in paths
+             if not os.path.exists(os.path.join(REPO_ROOT, p))]
+  assert not missing, ('docs/architecture.md names paths that do not exist: '
+                       f'{missing}')
+
+
+def test_architecture_page_names_the_dispatch_it_describes():
+  """The engine choice the page documents is the facade's method."""
+  with open(ARCHITECTURE, encoding='utf-8') as f:
+    text = f.read()
+  with open(os.path.join(REPO_ROOT, 'trainer', 'facade', 'estimator.py'),
+            encoding='utf-8') as f:
+    source = f.read()
+  assert 'Estimator._needs_tf2' in text
+  assert 'def _needs_tf2(self, mode):' in source

@@ -110,9 +110,10 @@ def test_install_changes_nothing_where_estimator_exists():
 
 def test_unsupported_apis_fail_naming_the_alternative():
   with pytest.raises(unsupported.UnsupportedApiError,
-                     match=r'tf.estimator.DNNClassifier is not supported .*'
-                     r'canned Estimators.*Instead: write a model_fn'):
-    unsupported.stub('tf.estimator.DNNClassifier')(hidden_units=[10])
+                     match=r'tf.estimator.BoostedTreesClassifier is not '
+                     r'supported .*boosted-trees.*Instead: .*Decision '
+                     r'Forests'):
+    unsupported.stub('tf.estimator.BoostedTreesClassifier')(n_batches=1)
   for api in unsupported.APIS:
     with pytest.raises(unsupported.UnsupportedApiError, match=api):
       unsupported.stub(api)()
@@ -374,14 +375,3 @@ def test_fake_summary_writer_records_a_summary_saver_hooks_summaries(
 def absltest_case():
   import unittest  # pylint: disable=g-import-not-at-top
   return unittest.TestCase()
-
-
-def test_parameter_server_strategies_stay_refused_on_one_device(tmp_path):
-  """A one-replica CentralStorageStrategy is still refused, by name (it
-  does not run as a plain one-device Estimator)."""
-  config = run_config.RunConfig(
-      train_distribute=tf.distribute.experimental.CentralStorageStrategy())
-  est = estimator_lib.Estimator(lambda features, labels, mode: None,
-                                model_dir=str(tmp_path), config=config)
-  with pytest.raises(NotImplementedError, match='CentralStorage'):
-    est.train(lambda: tf.data.Dataset.range(2), steps=1)

@@ -97,11 +97,20 @@ def _write(path, text):
 def test_parse_separates_launcher_flags_from_the_program():
   assert launcher.parse(['x', '--cpu_fallback', 'p.py', '--cpu_fallback',
                          '-m']) == (True, 'path', 'p.py',
-                                    ['--cpu_fallback', '-m'], 10)
+                                    ['--cpu_fallback', '-m'], 10, 60, False)
   assert launcher.parse(['x', '--peer_timeout_secs=3', '-m', 'a.b',
-                         '--f=1']) == (False, 'module', 'a.b', ['--f=1'], 3)
+                         '--f=1']) == (False, 'module', 'a.b', ['--f=1'], 3,
+                                       60, False)
+  assert launcher.parse(['x', '--ps_timeout_secs=0',
+                         'p.py']).ps_timeout_secs == 0
+  assert launcher.parse(['x', '--skip_corrupt_records', 'p.py',
+                         '--skip_corrupt_records']) == (
+                             False, 'path', 'p.py',
+                             ['--skip_corrupt_records'], 10, 60, True)
   with pytest.raises(launcher.UsageError, match='give whole seconds'):
     launcher.parse(['x', '--peer_timeout_secs=soon', 'p.py'])
+  with pytest.raises(launcher.UsageError, match='wait for a lost ps forever'):
+    launcher.parse(['x', '--ps_timeout_secs=-1', 'p.py'])
   with pytest.raises(launcher.UsageError, match="unknown launcher flag "
                      "'--model_dir=x'"):
     launcher.parse(['x', '--model_dir=x', 'p.py'])

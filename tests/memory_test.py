@@ -15,12 +15,12 @@ import pytest
 import tensorflow as tf
 
 import flags as trainer_flags
-from model_fn import models
 from tests import testutil
 from trainer import params as params_lib
 from trainer.memory import footprint as memory_footprint
 from trainer.memory import report as memory_report
 from trainer.memory import xla as memory_xla
+from trainer.models import builtin
 
 XLA_TOLERANCE = 0.15
 _TF_VERSION = tuple(int(p) for p in tf.__version__.split('.')[:2])
@@ -33,7 +33,7 @@ RESNET = ['--model=resnet', '--resnet_depth=18', '--resnet_stem=small',
 
 def _footprint(**overrides):
   params = testutil.base_params(**overrides)
-  return memory_footprint.footprint(models.MODEL_FNS[params['model']], params)
+  return memory_footprint.footprint(builtin.model_fn(params['model']), params)
 
 
 def test_mlp_state_components_match_parameter_count():

@@ -9,17 +9,17 @@ import pytest
 import tensorflow as tf
 
 from input_fn import inputs
-from model_fn import models
 from model_fn import summaries
 from tests import testutil
 from trainer.runners import registry as runners
 from trainer.runtime import controller
+from trainer.models import builtin
 
 
 def _runner(tmp_path, name='run', model='mlp', **overrides):
   params = testutil.base_params(model=model, runner=testutil.DEFAULT_RUNNER,
                                 model_dir=str(tmp_path / name), **overrides)
-  return runners.make_runner(params, models.MODEL_FNS[model],
+  return runners.make_runner(params, builtin.model_fn(model),
                              inputs.INPUT_FNS['tfrecord']), params
 
 

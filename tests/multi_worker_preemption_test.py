@@ -17,8 +17,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from tests import testutil
 
 STOP_WITHIN_SECS = 60  # The promise tested; not a hang guard.
@@ -34,27 +32,13 @@ def _trainer_command(model_dir, train_steps):
           f'--model_dir={model_dir}']
 
 
-def _facade_command(model_dir, train_steps):
-  """A legacy train_and_evaluate program through the Estimator facade."""
-  return [sys.executable, '-m', 'trainer.legacy', '-m',
-          'tests.legacy_programs.train_and_evaluate_main',
-          f'--data_dir={testutil.DIGITS_RAW}', f'--model_dir={model_dir}',
-          f'--max_steps={train_steps}', '--save_checkpoints_steps=100000']
-
-
 class _Job:
-  """Two workers of one TF_CONFIG cluster (worker 0, worker 1; or chief,
-  worker 0 for the facade, as Estimator needs); stderr in files."""
+  """Two workers of one TF_CONFIG cluster; stderr in files."""
 
   def __init__(self, tmp_path, name, model_dir, train_steps,
                command=_trainer_command):
-    ports = [f'127.0.0.1:{p}' for p in testutil.free_ports(2)]
-    if command is _facade_command:
-      cluster = {'chief': ports[:1], 'worker': ports[1:]}
-      tasks = [('chief', 0), ('worker', 0)]
-    else:
-      cluster = {'worker': ports}
-      tasks = [('worker', 0), ('worker', 1)]
+    cluster = {'worker': [f'127.0.0.1:{p}' for p in testutil.free_ports(2)]}
+    tasks = [('worker', 0), ('worker', 1)]
     self.logs = [tmp_path / f'{name}-{i}.log' for i in range(2)]
     self.workers = []
     for index, (kind, task_index) in enumerate(tasks):
@@ -181,22 +165,3 @@ def test_peer_timeout_sets_the_coordination_heartbeat():
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.split() == [
       '7000', '/job:worker/replica:0/task:0', "[('worker',", '2)]']
-
-
-@pytest.mark.skipif(testutil.HAS_ESTIMATOR, reason=(
-    'the Estimator facade runs on TF >= 2.16; TF 2.15 runs the real '
-    'Estimator, whose workers die on SIGTERM without a checkpoint'))
-def test_sigterm_stops_both_workers_of_a_facade_program_at_one_step(
-    tmp_path):
-  rng = random.Random(testutil.seed_from_env())
-  target = rng.randrange(2)
-  print(f'SIGTERM to task {target} (0: chief, 1: worker 0)')
-  model_dir = tmp_path / 'model'
-  job = _training_job(tmp_path, 'facade', model_dir, 1000000,
-                      command=_facade_command)
-  job.workers[target].send_signal(signal.SIGTERM)
-  results = job.wait(STOP_WITHIN_SECS)
-  for code, _, err in results:
-    assert code == 143, err[-3000:]
-  step = testutil.latest_step(model_dir)
-  assert step and step == testutil.latest_step(model_dir / 'worker-0')

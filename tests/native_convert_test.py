@@ -14,12 +14,12 @@ import pytest
 import tensorflow as tf
 
 from model_fn.native import classifier
-from model_fn.native import models
 from model_fn.native import optimization
 from tests import native_tf1
 from tests import testutil
 from trainer.runners.native import convert
 from trainer.runtime import checkpoints
+from trainer.models import builtin
 
 # Per-step training loss, native vs TF1 from the same state, float32: the
 # forward pass is the same; gradients and updates round differently in the
@@ -44,7 +44,7 @@ def _tf1_checkpoint(params, model_dir, steps=2):
 
 
 def _restored(params, path):
-  model = models.build_model(params)
+  model = builtin.build_native_model(params)
   optimizer = optimization.make_optimizer(params)
   optimizer.build(model.trainable_variables)
   checkpoints.make_checkpoint(model, optimizer).restore(
@@ -208,10 +208,10 @@ tf.config.set_logical_device_configuration(
 from trainer.facade import install as facade
 facade.install()
 from model_fn.native import classifier
-from model_fn.native import models
 from model_fn.native import optimization
 from tests import native_tf1
 from tests import testutil
+from trainer.models import builtin
 from trainer.runtime import checkpoints
 from trainer.runners.native import convert
 model_dir = sys.argv[1]
@@ -226,7 +226,7 @@ expected = run.train(batches[2:])
 path, _ = convert.convert(model_dir + '/tf1', params, model_dir + '/native')
 strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
 with strategy.scope():
-  model = models.build_model(params)
+  model = builtin.build_native_model(params)
   optimizer = optimization.make_optimizer(params)
   optimizer.build(model.trainable_variables)
   checkpoints.make_checkpoint(model, optimizer).restore(

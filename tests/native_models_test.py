@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model_fn.native import models
 from model_fn.native import optimization
 from model_fn.native import resnet as native_resnet
 from tests import native_tf1
 from tests import testutil
+from trainer.models import builtin
 
 # float32: same ops on the same weights.
 F32_RTOL = 1e-5
@@ -39,7 +39,7 @@ def _converted(params, tmp_path):
   run.save(str(tmp_path / 'tf1'))
   path, _ = convert.convert(str(tmp_path / 'tf1'), params,
                             str(tmp_path / 'native'))
-  model = models.build_model(params)
+  model = builtin.build_native_model(params)
   optimizer = optimization.make_optimizer(params)
   optimizer.build(model.trainable_variables)
   checkpoints.make_checkpoint(model, optimizer).restore(
@@ -66,7 +66,7 @@ def test_converted_weights_give_the_tf1_logits(tmp_path, model, precision,
 
 def test_mixed_bfloat16_keeps_float32_variables_and_logits():
   params = _params('resnet', precision='bfloat16')
-  model = models.build_model(params)
+  model = builtin.build_native_model(params)
   assert model.dtype_policy.name == 'mixed_bfloat16'
   assert {v.dtype for v in model.variables} == {tf.float32}
   logits = model(tf.zeros([2, 8, 8, 1]), training=True)
@@ -81,7 +81,7 @@ def test_every_depth_has_the_tf1_variables(depth):
     native_tf1.NETWORKS['resnet'](tf.zeros([1, 8, 8, 1]), True, params)
     expected = {v.op.name: v.shape.as_list()
                 for v in tf.compat.v1.global_variables()}
-  model = models.build_model(params)
+  model = builtin.build_native_model(params)
   got = {name: v.shape.as_list() for name, v in model.tf1_variables().items()}
   assert got == expected
   assert len(model.variables) == len(expected)  # Nothing unnamed.
@@ -89,7 +89,7 @@ def test_every_depth_has_the_tf1_variables(depth):
 
 def test_mlp_has_the_tf1_variables():
   params = _params('mlp', mlp_hidden_units=[16, 8])
-  model = models.build_model(params)
+  model = builtin.build_native_model(params)
   assert {n: v.shape.as_list() for n, v in model.tf1_variables().items()} == {
       'mlp/dense1/kernel': [784, 16], 'mlp/dense1/bias': [16],
       'mlp/dense2/kernel': [16, 8], 'mlp/dense2/bias': [8],
@@ -98,7 +98,7 @@ def test_mlp_has_the_tf1_variables():
 
 def test_zero_initialised_last_gamma_and_imagenet_stem():
   params = _params('resnet', image_size=64, resnet_stem='auto')
-  model = models.build_model(params)
+  model = builtin.build_native_model(params)
   names = model.tf1_variables()
   assert names['resnet18/stem/conv/kernel'].shape.as_list() == [7, 7, 1, 64]
   assert not np.any(names[
@@ -115,6 +115,6 @@ def test_argument_errors_are_precise():
   with pytest.raises(ValueError, match=r'`depth` \(20\) must be one of'):
     native_resnet.ResNet(20, 10)
   with pytest.raises(ValueError, match="params\\['model'\\] must be one of"):
-    models.build_model(_params('vgg'))
+    builtin.build_native_model(_params('vgg'))
   with pytest.raises(ValueError, match="params\\['precision'\\]"):
-    models.build_model(_params('mlp', precision='float16'))
+    builtin.build_native_model(_params('mlp', precision='float16'))

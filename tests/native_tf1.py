@@ -9,12 +9,12 @@ compared with it from the same converted state.
 import os
 
 from model_fn import mlp
-from model_fn import models
 from model_fn import precision
 from model_fn import resnet
 from model_fn.spec import ModeKeys
 import numpy as np
 import tensorflow as tf
+from trainer.models import builtin
 
 NETWORKS = {'mlp': mlp.mlp, 'resnet': resnet.resnet}
 
@@ -39,7 +39,7 @@ class TF1Run:
       tf.compat.v1.set_random_seed(seed)
       self.images = tf.compat.v1.placeholder(tf.float32, batch_shape)
       self.labels = tf.compat.v1.placeholder(tf.int32, batch_shape[:1])
-      spec = models.MODEL_FNS[self.params['model']](
+      spec = builtin.model_fn(self.params['model'])(
           {'image': self.images}, self.labels, ModeKeys.TRAIN, self.params)
       self.loss, self.train_op = spec.loss, spec.train_op
       with tf.compat.v1.variable_scope('', reuse=True):

@@ -278,3 +278,34 @@ def test_legacy_program_with_its_own_flags_and_trainer_runs(venv, tmp_path):
                      str(program / 'flags.py'),
                      str(program / 'trainer' / '__init__.py')], modules
   assert 'trainer.legacy' in result.stderr  # The launcher's start-up line.
+
+
+# Each console script of pyproject.toml -> (a flag its --help must list,
+# the `python -m` form it stands for).
+SCRIPT_FLAGS = {
+    'tpu-trainer': ('--train_steps', 'trainer.main'),
+    'tpu-trainer-legacy': ('--cpu_fallback', 'trainer.legacy'),
+    'tpu-trainer-verify-migration': ('--runners', 'trainer.verify_migration'),
+    'tpu-trainer-memory': ('--num_slices', 'trainer.memory'),
+    'tpu-trainer-convert': ('--checkpoint', 'trainer.runners.native.convert'),
+}
+
+
+def test_every_console_script_has_a_help_check():
+  with open(os.path.join(REPO_ROOT, 'pyproject.toml')) as f:
+    scripts = re.findall(r'^(tpu-trainer[\w-]*) = ', f.read(), re.M)
+  assert sorted(scripts) == sorted(SCRIPT_FLAGS)
+
+
+@pytest.mark.parametrize('script', sorted(SCRIPT_FLAGS))
+def test_console_script_help_lists_flags_under_its_name(venv, tmp_path,
+                                                        script):
+  # (Before: exit 1, no flag listed, usage naming `python -m trainer.main`.)
+  flag, module = SCRIPT_FLAGS[script]
+  result = _run(venv, [script, '--help'], cwd=tmp_path)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.startswith(f'usage: {script} '), result.stdout[:500]
+  usage = result.stdout.split('\n  --', 1)[0]  # Before the flags' help.
+  assert not re.search(rf'python -m {re.escape(module)}\b', usage), usage
+  assert re.search(rf'^\s+{flag}\b', result.stdout, re.M), (
+      result.stdout[-3000:])

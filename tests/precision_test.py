@@ -13,6 +13,7 @@ from input_fn import tfrecord
 from model_fn import models
 from model_fn.spec import ModeKeys
 from tests import testutil
+from trainer.models import builtin
 
 BATCH = 4
 
@@ -25,7 +26,7 @@ def _train_graph(params):
     size, channels = params['image_size'], params['image_channels']
     images = tf.zeros([BATCH, size, size, channels], dtype)
     labels = tf.zeros([BATCH], tf.int32)
-    spec = models.MODEL_FNS[params['model']](
+    spec = builtin.model_fn(params['model'])(
         {'image': images}, labels, ModeKeys.TRAIN,
         dict(params, batch_size=BATCH))
   return graph, spec

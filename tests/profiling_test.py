@@ -6,11 +6,11 @@ import os
 import pytest
 
 from input_fn import inputs
-from model_fn import models
 from tests import testutil
 from trainer.runners.estimator import runner as estimator_runner
 from trainer.runners.tf2 import runner as tf2_runner
 from trainer.runtime import profiling
+from trainer.models import builtin
 
 
 def _profiles(model_dir):
@@ -74,7 +74,7 @@ def test_no_window_never_profiles(recorder):
 
 def test_tf2_runner_writes_a_profile(tmp_path):
   params = _params(tmp_path, 'tf2', [2, 4])
-  runner = tf2_runner.Tf2Runner(params, models.MODEL_FNS['mlp'],
+  runner = tf2_runner.Tf2Runner(params, builtin.model_fn('mlp'),
                                 inputs.INPUT_FNS['tfrecord'])
   runner.train(6)
   profiles = _profiles(params['model_dir'])
@@ -87,6 +87,6 @@ def test_tf2_runner_writes_a_profile(tmp_path):
 def test_estimator_runner_writes_a_profile(tmp_path):
   params = _params(tmp_path, 'estimator', [2, 4])
   runner = estimator_runner.EstimatorRunner(
-      params, models.MODEL_FNS['mlp'], inputs.INPUT_FNS['tfrecord'])
+      params, builtin.model_fn('mlp'), inputs.INPUT_FNS['tfrecord'])
   runner.train(6)
   assert len(_profiles(params['model_dir'])) == 1

@@ -16,6 +16,7 @@ from model_fn import slicing
 from model_fn.spec import ModeKeys
 from tests import testutil
 from trainer import params as params_lib
+from trainer.models import builtin
 
 TOL = 1e-5
 BATCH = 8
@@ -43,7 +44,7 @@ def _train_graph(model_fn, params, images, labels):
 
 def _run_graph(params, images, labels, weights=None, step=False):
   """loss, grads (and weights after one step) with the given start weights."""
-  model_fn = models.MODEL_FNS[params['model']]
+  model_fn = builtin.model_fn(params['model'])
   with tf.Graph().as_default():
     tf.compat.v1.set_random_seed(0)
     loss, grads, train_op = _train_graph(model_fn, params, images, labels)
@@ -103,7 +104,7 @@ def test_resnet_logits_slicing_equals_unsliced():
 
 def _xla_loss_and_grads(params, images, labels, weights):
   """Loss and grads of one TRAIN graph compiled with jit_compile=True."""
-  model_fn = models.MODEL_FNS[params['model']]
+  model_fn = builtin.model_fn(params['model'])
 
   def step(x, y):
     loss, grads, _ = _train_graph(model_fn, params, x, y)

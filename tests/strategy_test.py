@@ -37,7 +37,48 @@ def test_bad_tf_config_names_it():
     tf_config.cluster_workers('{not json')
 
 
+def test_a_ps_cluster_needs_a_chief_to_coordinate():
+  tfjob = {'chief': ['c:1'], 'worker': ['a:1', 'b:2'], 'ps': ['p:1'],
+           'evaluator': ['e:1']}
+  for kind, index in (('chief', 0), ('worker', 1), ('ps', 0),
+                      ('evaluator', 0)):
+    config = _config(tfjob, kind, index)
+    assert tf_config.has_ps(config) and tf_config.task_type(config) == kind
+    tf_config.check_trainable_cluster(config)
+  no_chief = {'worker': ['a:1', 'b:2'], 'ps': ['p:1']}
+  with pytest.raises(tf_config.UnsupportedClusterError,
+                     match=r'coordinator is the "chief" task.*trainer\.legacy'):
+    tf_config.check_trainable_cluster(_config(no_chief, 'worker', 0))
+  with pytest.raises(tf_config.UnsupportedClusterError,
+                     match='--runner=native does not train .* "ps"'):
+    tf_config.check_no_ps('native', _config(tfjob, 'chief', 0))
+  tf_config.check_no_ps('native', _config({'worker': ['a:1']}, 'worker', 0))
+  assert not tf_config.has_ps('') and tf_config.task_type('') is None
+
+
 def test_jit_only_where_the_strategy_allows_it():
   assert strategy_lib.supports_jit('default')
   assert not strategy_lib.supports_jit('mirrored')
   assert not strategy_lib.supports_jit('multi_worker_mirrored')
+
+
+def test_parameter_server_roles_and_step_shares(monkeypatch):
+  from trainer.runners.tf2 import parameter_servers  # pylint: disable=g-import-not-at-top
+  tfjob = {'chief': ['c:1'], 'worker': ['a:1', 'b:2'], 'ps': ['p:1'],
+           'evaluator': ['e:1']}
+  roles = {}
+  for kind in ('chief', 'worker', 'ps', 'evaluator'):
+    monkeypatch.setenv('TF_CONFIG', _config(tfjob, kind, 0))
+    roles[kind] = parameter_servers.task_role()
+  assert roles == {'chief': 'coordinator', 'worker': 'server',
+                   'ps': 'server', 'evaluator': 'evaluator'}
+  monkeypatch.setenv('TF_CONFIG', _config({'worker': ['a:1', 'b:2']},
+                                          'worker', 0))
+  assert parameter_servers.task_role() is None  # MultiWorkerMirrored.
+  # The evaluator runs no server: the strategy's cluster leaves it out.
+  monkeypatch.setenv('TF_CONFIG', _config(tfjob, 'chief', 0))
+  spec = tf_config.training_cluster_resolver().cluster_spec().as_dict()
+  assert sorted(spec) == ['chief', 'ps', 'worker']
+  assert parameter_servers.split_steps(10, 2) == [5, 5]
+  assert parameter_servers.split_steps(4, 3) == [2, 1, 1]
+  assert parameter_servers.split_steps(1, 2) == [1]

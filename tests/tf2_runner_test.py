@@ -10,11 +10,11 @@ import pytest
 import tensorflow as tf
 
 from input_fn import inputs
-from model_fn import models
 from model_fn import summaries
 from tests import testutil
 from trainer.runners.tf2 import runner as tf2_runner
 from trainer.runtime import controller
+from trainer.models import builtin
 
 MLP_NAMES = {'global_step', 'beta1_power', 'beta2_power'} | {
     f'mlp/{layer}/{var}{slot}' for layer in ('dense1', 'logits')
@@ -24,7 +24,7 @@ MLP_NAMES = {'global_step', 'beta1_power', 'beta2_power'} | {
 def _runner(tmp_path, **overrides):
   params = testutil.base_params(model_dir=str(tmp_path / 'model'),
                                 runner='tf2', **overrides)
-  return tf2_runner.Tf2Runner(params, models.MODEL_FNS[params['model']],
+  return tf2_runner.Tf2Runner(params, builtin.model_fn(params['model']),
                               inputs.INPUT_FNS[params['input']])
 
 
@@ -202,7 +202,7 @@ def test_xla_compiled_step_writes_the_loss_from_the_host(tmp_path):
 
 def test_summary_ops_in_a_compiled_step_are_refused(tmp_path):
   def model_fn(features, labels, mode, params):
-    spec = models.MODEL_FNS['mlp'](features, labels, mode, params)
+    spec = builtin.model_fn('mlp')(features, labels, mode, params)
     tf.compat.v1.summary.scalar('my_loss', spec.loss)
     return spec
 

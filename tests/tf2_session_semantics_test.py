@@ -8,6 +8,7 @@ predictions of different batch lengths are refused, metric values keep
 their dtype.
 """
 
+import contextlib
 import os
 
 import numpy as np
@@ -201,3 +202,63 @@ def test_train_logs_checkpoints_and_the_loss_of_the_final_step(engine, tmp_path)
   assert [l for l in lines if l.startswith('Loss for final step')] == [
       'Loss for final step: 11.0.']
   assert f'Saving checkpoints for 2 into {tmp_path}/model.ckpt.' in lines
+
+
+def _two_keras_metrics_model_fn(features, labels, mode, params):
+  """Two Keras metrics of one class (their variables share the names
+  'total' and 'count'), as every head makes."""
+  del labels
+  p = v1.layers.dense(features['x'], 1, name='d',
+                      kernel_initializer=v1.ones_initializer())
+  mean_p = tf.keras.metrics.Mean(name='mean_p')
+  mean_p.update_state(p)
+  mean_x = tf.keras.metrics.Mean(name='mean_x')
+  mean_x.update_state(features['x'])
+  return params['spec'](mode, loss=tf.reduce_mean(p), eval_metric_ops={
+      'mean_p': mean_p, 'mean_x': mean_x})
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_evaluate_several_keras_metrics_of_one_class(engine, tmp_path):
+  est = _estimator(engine, tmp_path, _two_keras_metrics_model_fn)
+  results = est.evaluate(_input_fn())  # x 0..7; p = x0 + x1 = 1, 5, 9, 13.
+  assert float(results['mean_p']) == pytest.approx(7.0)
+  assert float(results['mean_x']) == pytest.approx(3.5)
+  assert float(results['loss']) == pytest.approx(7.0)
+
+
+def _summary_tags(model_dir):
+  tags = set()
+  for path in tf.io.gfile.glob(os.path.join(model_dir, 'events.out.*')):
+    for event in v1.train.summary_iterator(path):
+      tags.update(value.tag for value in event.summary.value)
+  return tags
+
+
+def _own_loss_summary_model_fn(scope):
+  """Trains; makes its own 'loss' summary (as a head does) at the graph's
+  root, or under name scope `scope`."""
+
+  def model_fn(features, labels, mode, params):
+    del labels
+    loss = tf.reduce_mean(v1.layers.dense(
+        features['x'], 1, name='d', kernel_initializer=v1.ones_initializer()))
+    with tf.name_scope(scope) if scope else contextlib.nullcontext():
+      v1.summary.scalar('loss', loss)
+    train_op = v1.train.GradientDescentOptimizer(0.01).minimize(
+        loss, v1.train.get_global_step())
+    return params['spec'](mode, loss=loss, train_op=train_op)
+
+  return model_fn
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('scope,expected', [
+    (None, {'loss', 'global_step/sec'}),
+    ('mine', {'loss', 'mine/loss', 'global_step/sec'})])
+def test_estimator_adds_a_loss_summary_only_if_the_model_fn_made_none(
+    engine, scope, expected, tmp_path):
+  est = _estimator(engine, tmp_path, _own_loss_summary_model_fn(scope),
+                   save_summary_steps=1, log_step_count_steps=1)
+  est.train(lambda: _input_fn()().repeat(), steps=3)
+  assert _summary_tags(str(tmp_path)) == expected

@@ -16,9 +16,6 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
-# The runners --runner names (trainer/runners/registry.py's registry has one
-# entry for each).
-RUNNERS = ('estimator', 'tf2', 'native')
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
 
@@ -119,6 +116,9 @@ class Config:
 
 _SEQUENCES = ('mlp_hidden_units', 'lr_decay_steps', 'profile_steps')
 KEYS = tuple(field.name for field in dataclasses.fields(Config))
+# Keys the runners add to params for the model_fn and input_fn, beside the
+# settings (as Estimator adds them).
+MODEL_FN_KEYS = ('batch_size', 'context')
 DEFAULTS = Config()
 
 

@@ -4,7 +4,8 @@
   python -m trainer.main --tpu=$TPU_NAME --flagfile=configs/resnet50_imagenet.cfg
 
 Exit status: 0 done; 1 error, with a message saying what to fix; 143
-preempted by SIGTERM after writing a checkpoint (run it again to continue).
+preempted by SIGTERM, 130 interrupted by SIGINT (Ctrl-C), after writing a
+checkpoint when training (run it again to continue).
 """
 
 import sys  # pylint: disable=g-bad-import-order
@@ -13,8 +14,11 @@ from trainer.runtime import startup
 
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
+  if startup.missing_keras():
+    sys.exit(f'error: {startup.missing_keras()}')
 
 import logging as logging_lib
+import signal
 import tempfile
 
 from absl import app
@@ -22,11 +26,14 @@ from absl import flags
 from absl import logging
 
 import flags as trainer_flags
+from input_fn import corrupt_records
+from input_fn import record_framing
 from trainer import params as params_lib
 from trainer import user_flags
 from trainer.api import errors
 from trainer.facade import install as facade
 from trainer.guard import preemption
+from trainer.models import builtin
 from trainer.models import registry
 from trainer.runners import registry as runners
 from trainer.runtime import run_guard
@@ -54,6 +61,15 @@ def resolve_input_fns(params):
 
 
 def main(argv):
+  try:
+    _main(argv)
+  except KeyboardInterrupt:  # Ctrl-C outside training: nothing to save.
+    print('interrupted (SIGINT) outside training: nothing was being '
+          'trained; run the same command again.', file=sys.stderr)
+    raise SystemExit(128 + signal.SIGINT) from None
+
+
+def _main(argv):
   _log_once()
   startup.quiet_tensorflow_logger()
   if len(argv) > 1:
@@ -68,6 +84,9 @@ def main(argv):
     serving_input_fn = params['serving_input_fn'] and (
         registry.resolve_serving_input_fn(params['serving_input_fn']))
     extra = run_guard.check_inputs(params)  # Before any graph is built.
+  except (corrupt_records.CorruptRecordError,  # Name the file (and offset).
+          record_framing.DanglingLinkError) as e:
+    raise SystemExit(f'error: {e}') from e
   except ValueError as e:  # A flag at fault: its name and value are said.
     raise SystemExit(f'FATAL Flags parsing error: {e}') from e
   if config.model_dir is None:
@@ -76,13 +95,15 @@ def main(argv):
     params = config.as_params()
     logging.info('No --model_dir: using new directory %s', params['model_dir'])
   try:
-    with run_guard.guarded(params):
+    model_keys = builtin.fingerprint_keys(params['model'])
+    with run_guard.guarded(params, model_keys):
       result = dict(runners.run(params, model_fn, input_fns,
                                 serving_input_fn), **extra)
   except preemption.PreemptedError as e:
     logging.warning('%s', e)
-    print(f'preempted: {e}', file=sys.stderr)
-    raise SystemExit(preemption.EXIT_STATUS) from e
+    print(f'{"interrupted" if e.exit_status == 130 else "preempted"}: {e}',
+          file=sys.stderr)
+    raise SystemExit(e.exit_status) from e
   except errors.TrainerError as e:  # Its message says what to do.
     logging.error('%s', e)
     raise SystemExit(f'error: {e}') from e
@@ -94,6 +115,10 @@ if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   try:  # Model modules first: their own flags can then be set.
     user_flags.define_all(sys.argv, trainer_flags.define_flags)
+    runners.add_flag_validator()
   except user_flags.FlagClashError as e:
     sys.exit(f'FATAL Flags parsing error: {e}')
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(sys.argv, 'python -m trainer.main', __doc__,
+                                FLAGS))
   app.run(main)

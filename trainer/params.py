@@ -13,6 +13,7 @@ import os
 import weakref
 
 from trainer import config as config_lib
+from trainer.models import builtin
 
 REPO_ROOT = config_lib.REPO_ROOT
 DEFAULT_DATA_DIR = config_lib.DEFAULT_DATA_DIR
@@ -110,15 +111,13 @@ def _check_runner(params):
                      'tf.estimator (removed in 2.16); use --runner=tf2.')
 
 
-NATIVE_MODELS = ('mlp', 'resnet')
-
-
 def check_native(params):
   """What the native runner (trainer/runners/native) cannot do, refused by
   flag."""
-  if params['model'] not in NATIVE_MODELS:
+  native = builtin.native_names()
+  if params['model'] not in native:
     raise ValueError(f'--runner=native trains the built-in models '
-                     f'({", ".join(NATIVE_MODELS)}), not --model='
+                     f'({", ".join(native)}), not --model='
                      f'{params["model"]}; run a model_fn with --runner=tf2.')
   if params['num_slices'] != 1:
     raise ValueError('--num_slices: the native models are not sliced; use '
@@ -164,9 +163,11 @@ def _check_piecewise(params):
     raise ValueError('--lr_schedule=piecewise needs --lr_decay_steps.')
 
 
-def _check_hidden_units(params):
-  if params['model'] == 'mlp' and not params['mlp_hidden_units']:
-    raise ValueError('--mlp_hidden_units must name at least one layer.')
+def _check_model(params):
+  """The built-in model's own rule (trainer/models/builtin.py), if any."""
+  entry = builtin.get(params['model'])
+  if entry is not None and entry.check is not None:
+    entry.check(params)
 
 
 def _check_slicing(params):
@@ -181,10 +182,12 @@ def _check_slicing(params):
                        f'(--train_batch_size / --num_cores) is smaller than '
                        f'--num_slices={k}.')
   elif what == 'dense':
-    if params['model'] == 'resnet':
+    entry = builtin.get(params['model'])
+    if entry is not None and entry.dense_widths is None:
       raise ValueError('--slice=dense slices wide MLP hidden layers; '
-                       '--model=resnet has none (use batch or logits).')
-    if params['model'] == 'mlp' and min(params['mlp_hidden_units']) < k:
+                       f'--model={entry.name} has none (use batch or '
+                       'logits).')
+    if entry is not None and min(entry.dense_widths(params)) < k:
       raise ValueError(f'--slice=dense: every --mlp_hidden_units width must '
                        f'be at least --num_slices={k}.')
   elif what == 'logits' and params['num_classes'] < k:
@@ -210,11 +213,26 @@ RULES = (
     (('use_tpu', 'tpu'), _check_use_tpu),
     (('warmup_steps', 'train_steps'), _check_warmup),
     (('lr_schedule', 'lr_decay_steps'), _check_piecewise),
-    (('model', 'mlp_hidden_units'), _check_hidden_units),
+    (('model',) + builtin.hyperparameter_keys(), _check_model),
     (('num_slices', 'slice', 'train_batch_size', 'num_cores', 'model',
-      'mlp_hidden_units', 'num_classes'), _check_slicing),
+      'num_classes') + builtin.hyperparameter_keys(), _check_slicing),
     (('profile_steps', 'train_steps'), _check_profile_steps),
 )
+
+
+def replaced(params, **changes):
+  """A copy of the params dict `params` with `changes`, checked as a Config
+  is: each changed name must be a setting (trainer/config.py) or a key the
+  runners add for the model_fn (config.MODEL_FN_KEYS), and the rules between
+  settings (RULES) must hold for the result. TypeError names an unknown key,
+  ValueError the flag a rule refuses. Keys of `params` that are no setting
+  are kept as they are.
+  """
+  settings = {k: v for k, v in changes.items()
+              if k not in config_lib.MODEL_FN_KEYS}
+  present = {k: params[k] for k in config_lib.KEYS if k in params}
+  validate_params(config_lib.from_params(present).replace(**settings))
+  return dict(params, **changes)
 
 
 def validate_params(params):

@@ -46,18 +46,18 @@ from absl import logging
 
 from trainer import params as params_lib
 from trainer.api import errors
+from trainer.models import builtin
 from trainer.models import registry
 
 MODULE_FLAGS = ('model', 'input', 'eval_input', 'predict_input',
                 'serving_input_fn')
 # Flags only the built-in models and inputs read: a module's own flag of the
 # same name is not held to the trainer's choices for them.
-BUILTIN_ONLY = frozenset((
+BUILTIN_ONLY = frozenset(builtin.hyperparameter_keys() + (
     'num_classes', 'image_size', 'image_channels', 'augmentation', 'cache',
-    'shuffle_buffer', 'mlp_hidden_units', 'resnet_depth', 'resnet_stem',
-    'precision', 'num_slices', 'slice', 'optimizer', 'learning_rate',
-    'lr_schedule', 'warmup_steps', 'lr_decay_steps', 'lr_decay_factor',
-    'momentum', 'weight_decay', 'label_smoothing'))
+    'shuffle_buffer', 'precision', 'num_slices', 'slice', 'optimizer',
+    'learning_rate', 'lr_schedule', 'warmup_steps', 'lr_decay_steps',
+    'lr_decay_factor', 'momentum', 'weight_decay', 'label_smoothing'))
 _VALUE_TYPES = {'string enum': 'string', 'enum class': 'string'}
 SHARED = {}  # {flag name: defining module} of the last define_shared.
 YIELDED = {}  # {flag name: defining module}: built-in-only names taken.
@@ -85,8 +85,7 @@ def import_modules(argv):
   """Imports the modules that argv's module flags name, so that the flags
   they define exist before parsing. Failures are left to the entry point."""
   from input_fn import inputs  # pylint: disable=g-import-not-at-top
-  from model_fn import models  # pylint: disable=g-import-not-at-top
-  builtins = {'model': models.MODEL_FNS, 'input': inputs.INPUT_FNS,
+  builtins = {'model': builtin.MODELS, 'input': inputs.INPUT_FNS,
               'eval_input': inputs.INPUT_FNS,
               'predict_input': inputs.INPUT_FNS, 'serving_input_fn': {}}
   for flag, spec in module_specs(argv):

@@ -94,19 +94,15 @@ import tensorflow as tf
 
 from trainer.api import errors
 import flags as trainer_flags
-from model_fn import layers
-from trainer import config as config_lib
 from trainer import params as params_lib
 from trainer import user_flags
 from trainer.api import estimator_names as estimator_compat
 from trainer.facade import install as facade
 from trainer.models import registry
 from trainer.runners import registry as runners
-from trainer.runners.tf2 import runner as tf2_runner
 from trainer.runtime import strategy as strategy_lib
 
 FLAGS = flags.FLAGS
-RUNNERS = config_lib.RUNNERS
 FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
 GROWTH_PER_STEP = 8  # float32: eps of relative difference allowed per step.
 BFLOAT16_ROUNDOFF = 2.0 ** -8  # bfloat16 keeps 8 significant bits.
@@ -126,6 +122,7 @@ def define_flags(argv=None):
   trainer/user_flags.py) plus this tool's; --augmentation defaults to none."""
   user_flags.define_all(sys.argv if argv is None else argv,
                         trainer_flags.define_flags)
+  runners.add_flag_validator()
   FLAGS.set_default('augmentation', 'none')
   flags.DEFINE_list('runners', None,
                     'The two runners compared, A,B among estimator, tf2, '
@@ -160,15 +157,19 @@ def loss_tolerance(precision, steps, losses):
 def parse_runners(value):
   """(A, B) from ['A', 'B']; ValueError naming --runners otherwise."""
   names = [v.strip() for v in (value or default_runners().split(','))]
-  if len(names) != 2 or any(n not in RUNNERS for n in names):
+  if len(names) != 2 or any(n not in runners.RUNNERS for n in names):
     raise ValueError(f'--runners={",".join(names)}: give two of '
-                     f'{", ".join(RUNNERS)}, e.g. --runners=tf2,native.')
+                     f'{", ".join(runners.names())}, e.g. '
+                     '--runners=tf2,native.')
   if names[0] == names[1]:
     raise ValueError(f'--runners={",".join(names)}: name two different '
                      'runners.')
-  if 'estimator' in names and not estimator_compat.has_estimator():
-    raise ValueError(f'--runners=estimator: TensorFlow {tf.__version__} has '
-                     'no tf.estimator (removed in 2.16); compare tf2,native.')
+  for name in names:
+    if runners.get(name).needs_estimator and (
+        not estimator_compat.has_estimator()):
+      raise ValueError(f'--runners={name}: TensorFlow {tf.__version__} has '
+                       'no tf.estimator (removed in 2.16); compare '
+                       'tf2,native.')
   return tuple(names)
 
 
@@ -177,83 +178,31 @@ def _is_state(name):
   return name.rsplit('/', 1)[-1].startswith('moving_')
 
 
-def _compared_names(variables_by_name):
-  """{TF1 name: variable} -> names of the trainable variables and state."""
-  return {name for name, v in variables_by_name.items()
-          if v.trainable or _is_state(name)}
+def _compared(name, variable):
+  """Whether a variable is compared: trainable, or batch-norm state."""
+  return variable.trainable or _is_state(name)
 
 
-class _StepRecorder(tf.compat.v1.train.SessionRunHook):
-  """Records the loss and the compared variables after every step."""
-
-  def __init__(self):
-    self.losses, self.weights = [], []
-
-  def begin(self):
-    self._loss = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)[-1]
-    variables = {layers.variable_name(v): v
-                 for v in tf.compat.v1.global_variables()}
-    self._vars = {n: variables[n] for n in _compared_names(variables)}
-
-  def before_run(self, run_context):
-    return tf.compat.v1.train.SessionRunArgs(self._loss)
-
-  def after_run(self, run_context, run_values):
-    self.losses.append(float(run_values.results))
-    self.weights.append(run_context.session.run(self._vars))
-
-
-def _run_estimator(params, model_fn, input_fn, steps, init_dir, strategy):
-  del strategy  # TPUEstimator(use_tpu=False) runs on one device.
-  shutil.copytree(init_dir, params['model_dir'])
-  runner = runners.make_runner(dict(params, runner='estimator'), model_fn,
-                               input_fn)
-  recorder = _StepRecorder()
-  runner.estimator.train(runner.input_fn('train'),
-                         max_steps=steps, hooks=[recorder])
-  return recorder.losses, recorder.weights
-
-
-def _run_tf2(params, model_fn, input_fn, steps, init_dir, strategy):
-  shutil.copytree(init_dir, params['model_dir'])
-  runner = tf2_runner.Tf2Runner(dict(params, runner='tf2'), model_fn,
-                                input_fn, strategy=strategy)
-  losses, weights, names = [], [], None
-  for _ in range(steps):
-    losses.append(float(runner.train_steps(1)[0]))
-    if names is None:
-      names = _compared_names(runner.module.variables_by_name())
-    values = runner.variables()
-    weights.append({n: values[n] for n in names})
-  return losses, weights
-
-
-def _run_native(params, model_fn, input_fn, steps, init_dir, strategy):
-  del model_fn  # The native runner trains the built-in model's Keras twin.
-  # pylint: disable=g-import-not-at-top  (Keras 2, Orbit: only when asked)
-  from trainer.runners.native import convert
-  from trainer.runners.native import runner as native_runner
-  convert.convert(init_dir, params, params['model_dir'])
-  runner = native_runner.NativeRunner(dict(params, runner='native'),
-                                      strategy[0], input_fn=input_fn)
-  variables = runner.model.tf1_variables()
-  names = _compared_names(variables)
-  losses, weights = [], []
-  for _ in range(steps):
-    losses.append(float(runner.train_steps(1)[0]))
-    weights.append({n: variables[n].numpy() for n in names})
-  return losses, weights
-
-
-_RUNS = {'estimator': _run_estimator, 'tf2': _run_tf2, 'native': _run_native}
+def _run(params, model_fn, input_fn, steps, init_dir, strategy):
+  """Trains params['runner'] `steps` steps from the TF1 checkpoint in
+  init_dir (converted first for an object-based runner); its losses and,
+  after each step, the compared variables by TF1 name."""
+  if runners.get(params['runner']).object_checkpoints:
+    # pylint: disable=g-import-not-at-top  (Keras 2, Orbit: only when asked)
+    from trainer.runners.native import convert
+    convert.convert(init_dir, params, params['model_dir'])
+  else:
+    shutil.copytree(init_dir, params['model_dir'])
+  runner = runners.make_runner(params, model_fn, input_fn, strategy=strategy)
+  return runner.observe_training(steps, _compared)
 
 
 def _initial_checkpoint(params, model_fn, input_fn, directory, strategy):
   """Builds the model once under the tf2 runner and saves step 0 in
   `directory`; the TF1 names of its variables."""
-  runner = tf2_runner.Tf2Runner(
-      dict(params, runner='tf2', model_dir=directory), model_fn, input_fn,
-      strategy=strategy)
+  runner = runners.make_runner(
+      params_lib.replaced(params, runner='tf2', model_dir=directory),
+      model_fn, input_fn, strategy=strategy)
   runner.train_steps(0)
   runner.save_checkpoint()
   return set(runner.module.variables_by_name())
@@ -301,9 +250,9 @@ def weight_excess(a, b, initial, judged):
 def compare(params, model_fn, input_fn, steps, work_dir,
             runner_pair=('estimator', 'tf2')):
   """Runs both runners from one checkpoint; a Comparison."""
-  params = dict(params, mode='train', train_steps=steps,
-                iterations_per_loop=1, save_checkpoints_steps=10**9,
-                init_checkpoint=None)
+  params = params_lib.replaced(
+      params, mode='train', train_steps=steps, iterations_per_loop=1,
+      save_checkpoints_steps=10**9, init_checkpoint=None)
   init_dir = os.path.join(work_dir, 'init')
   # One strategy for every run in this process: two MirroredStrategy
   # instances would reuse each other's collective keys.
@@ -312,9 +261,10 @@ def compare(params, model_fn, input_fn, steps, work_dir,
   check_comparable(names, runner_pair, params)
   results = []
   for kind in runner_pair:
-    run_params = dict(params, model_dir=os.path.join(work_dir, kind))
-    results.append(_RUNS[kind](run_params, model_fn, input_fn, steps,
-                               init_dir, strategy))
+    run_params = params_lib.replaced(
+        params, runner=kind, model_dir=os.path.join(work_dir, kind))
+    results.append(_run(run_params, model_fn, input_fn, steps, init_dir,
+                        strategy))
   reader = tf.train.load_checkpoint(init_dir)
   initial = {n: reader.get_tensor(n) for n in names if _is_state(n)}
   return Comparison(runner_pair, results, params['precision'], steps,
@@ -420,8 +370,8 @@ def main(argv):
     runner_pair = parse_runners(FLAGS.runners)
     config = params_lib.config_from_flags(FLAGS)
     params = config.as_params()
-    if 'native' in runner_pair:
-      params_lib.check_native(params)
+    for name in runner_pair:  # Each runner's own rules (native's, say).
+      params_lib.validate_params(config.replace(runner=name))
     strategy_lib.split_cpu(params['num_cpu_devices'])  # Before TF starts.
     model_fn = registry.resolve_model_fn(params['model'])
     input_fn = registry.resolve_input_fn(params['input'])
@@ -452,4 +402,7 @@ def main(argv):
 if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   define_flags()
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(sys.argv, 'python -m trainer.verify_migration',
+                                __doc__, flags.FLAGS))
   app.run(main)

@@ -1,4 +1,4 @@
-"""Builds the native model params name, with its weights created."""
+"""The native (Keras) built-in models' makers, and their weights created."""
 
 from model_fn import resnet as tf1_resnet
 from model_fn.native import mlp
@@ -6,7 +6,6 @@ from model_fn.native import resnet
 from model_fn.native.legacy_keras import keras
 import tensorflow as tf
 
-MODELS = ('mlp', 'resnet')
 _POLICIES = {'float32': 'float32', 'bfloat16': 'mixed_bfloat16'}
 
 
@@ -20,26 +19,27 @@ def dtype_policy(params):
   return keras.mixed_precision.Policy(_POLICIES[precision])
 
 
-def build_model(params):
-  """The native model of params['model'] (mlp|resnet), its variables made.
+def make_mlp(params, policy):
+  """The native MLP of params (mlp_hidden_units, num_classes), unbuilt."""
+  return mlp.MLP(params['mlp_hidden_units'], params['num_classes'],
+                 dtype=policy)
 
-  params: model, num_classes, image_size, image_channels, precision, and
-  mlp_hidden_units or resnet_depth / resnet_stem (model_fn.resnet.stem_kind
-  resolves 'auto'). Call it inside the strategy's scope.
+
+def make_resnet(params, policy):
+  """The native ResNet of params (resnet_depth, resnet_stem: 'auto' resolved
+  by model_fn.resnet.stem_kind, num_classes), unbuilt."""
+  return resnet.ResNet(int(params['resnet_depth']), params['num_classes'],
+                       stem=tf1_resnet.stem_kind(params), dtype=policy)
+
+
+def build(make_model, params):
+  """make_model(params, dtype policy) with its weights created.
+
+  make_model: a built-in model's maker (make_mlp, make_resnet; the registry,
+  trainer/models/builtin.py, picks it by params['model']). params: also
+  precision, image_size, image_channels. Call it inside the strategy's scope.
   """
-  name = params['model']
-  policy = dtype_policy(params)
-  if name == 'mlp':
-    model = mlp.MLP(params['mlp_hidden_units'],
-                    params['num_classes'], dtype=policy)
-  elif name == 'resnet':
-    model = resnet.ResNet(int(params['resnet_depth']),
-                          params['num_classes'],
-                          stem=tf1_resnet.stem_kind(params), dtype=policy)
-  else:
-    raise ValueError(f"params['model'] must be one of {list(MODELS)} for the "
-                     f'native models, got {name!r}.')
+  model = make_model(params, dtype_policy(params))
   size, channels = params['image_size'], params['image_channels']
   model(tf.zeros([1, size, size, channels]), training=False)
   return model
-

@@ -77,10 +77,9 @@ def _estimator(cell, api, o, rec, shared):
     warm = api.WarmStartSettings(
         shared.base_ckpt, vars_to_warm_start='dense/kernel',
         var_name_to_prev_var_name={'dense/kernel': 'old_dense/kernel'})
-  if e.get('kind') == 'canned_linear':
-    return api.LinearClassifier(
-        [tf.feature_column.numeric_column('x', shape=[4])],
-        config=api.RunConfig(**config_kw))
+  if e.get('kind') == 'canned':
+    return _one_replica_on_tf2(_canned(api, e['family'],
+                                       api.RunConfig(**config_kw)), e, shared)
   model_fn = programs.model_fn_for(o, rec)
   if e.get('kind') == 'tpu':
     tpu_config = api.TPUConfig(**e.get('tpu_config', {}))
@@ -92,12 +91,32 @@ def _estimator(cell, api, o, rec, shared):
         **e.get('tpu_kw', {}))
   est = api.Estimator(model_fn, config=api.RunConfig(**config_kw),
                       params=e.get('params'), warm_start_from=warm)
+  return _one_replica_on_tf2(est, e, shared)
+
+
+def _one_replica_on_tf2(est, e, shared):
   if e.get('replicas') == 1 and not shared.real:
     # The facade runs a one-replica strategy on its graph engine, as
     # Estimator runs it; these cells test the tf2 runner (the TPU path) on
     # one replica against the same spec, so they ask for it.
     est._needs_tf2 = lambda mode: True  # pylint: disable=protected-access
   return est
+
+
+def _canned(api, family, config):
+  """A canned Estimator of tf.compat.v1.estimator on the cells' `x`."""
+  x = [tf.feature_column.numeric_column('x', shape=[4])]
+  if family == 'linear':
+    return api.LinearClassifier(x, config=config)
+  if family == 'dnn':
+    return api.DNNClassifier([3], x, config=config)
+  if family == 'dnn_linear_combined':
+    return api.DNNLinearCombinedClassifier(
+        linear_feature_columns=x, dnn_feature_columns=x,
+        dnn_hidden_units=[3], config=config)
+  if family == 'baseline':
+    return api.BaselineRegressor(config=config)
+  raise ValueError(family)
 
 
 def _act(est, action, kw, o, rec, shared):
@@ -194,6 +213,6 @@ def run_cell(cell, api, shared):
   # failed call (Estimator's cached FileWriters) are flushed at exit.
   tf.compat.v1.summary.FileWriterCache.clear()
   obs['checkpoint'] = observe.checkpoint(model_dir)
-  obs['events'] = observe.events(model_dir)
+  obs['events'] = observe.events(model_dir, racy_tags=cell.racy_tags)
   obs['side'] = observe.plain(rec['side'])
   return obs

@@ -65,7 +65,7 @@ def _scalar(value):
   return value.WhichOneof('value')
 
 
-def _values(path, patience_secs=5.0):
+def _values(path, racy_tags=(), patience_secs=5.0):
   """[(tag, [step, value]), ...] of an events file; None if it is truncated.
 
   A writer's background thread may still be appending its last record when
@@ -77,7 +77,8 @@ def _values(path, patience_secs=5.0):
     try:
       for event in tf.compat.v1.train.summary_iterator(path):
         for value in event.summary.value:
-          timing = value.tag in _TIMING_TAGS or 'fraction_' in value.tag
+          timing = (value.tag in _TIMING_TAGS or 'fraction_' in value.tag
+                    or value.tag in racy_tags)
           values.append((value.tag, [int(event.step),
                                      None if timing else _scalar(value)]))
       return values
@@ -87,8 +88,9 @@ def _values(path, patience_secs=5.0):
       time.sleep(0.2)
 
 
-def events(model_dir, skip=('export',)):
-  """{relative dir: {tag: [[step, value], ...]}} of every events file."""
+def events(model_dir, skip=('export',), racy_tags=()):
+  """{relative dir: {tag: [[step, value], ...]}} of every events file;
+  no value for racy_tags."""
   found = collections.defaultdict(lambda: collections.defaultdict(list))
   for root, dirs, files in os.walk(model_dir):
     dirs[:] = sorted(d for d in dirs if d not in skip)
@@ -96,7 +98,7 @@ def events(model_dir, skip=('export',)):
       if 'tfevents' not in name:
         continue
       rel = os.path.relpath(root, model_dir)
-      values = _values(os.path.join(root, name))
+      values = _values(os.path.join(root, name), racy_tags)
       if values is None:  # Truncated, and it stayed so: a broken file.
         found[rel]['<truncated events file>'].append([-1, None])
         continue

@@ -88,7 +88,8 @@ def serving_feed(o):
     examples = [tf.train.Example(features=tf.train.Features(feature={
         'x': tf.train.Feature(float_list=tf.train.FloatList(value=row))}))
                 .SerializeToString() for row in SERVE_X]
-    return {'examples': np.array(examples)}
+    # Classify and regress signatures take them as 'inputs'.
+    return {'examples': np.array(examples), 'inputs': np.array(examples)}
   return {'x': SERVE_X}
 
 
@@ -246,6 +247,33 @@ def _host_call(loss, global_step):
 HOST_DIR = ['']  # host_call's logdir (set per cell: model_dir/host).
 
 
+def _head_spec(o, rec, features, labels, mode, logits):
+  """The EstimatorSpec a tf.estimator head makes of the model's logits:
+  o['head'] 'binary' (BinaryClassHead on logit 1 - logit 0, thresholds 0.3)
+  or 'multi' (MultiHead of BinaryClassHead 'a' and RegressionHead 'b', one
+  logit each, both fitting the labels); trained by the v1 optimizer."""
+  api = o['api']
+  if o['head'] == 'binary':
+    head = api.BinaryClassHead(thresholds=(0.3,))
+    logits = logits[:, 1:] - logits[:, :1]
+  else:
+    head = api.MultiHead([api.BinaryClassHead(name='a'),
+                          api.RegressionHead(name='b')], head_weights=(1., .5))
+    if labels is not None:
+      labels = {'a': labels, 'b': tf.cast(labels, tf.float32)}
+
+  def train_op_fn(loss):
+    return _optimizer(o).minimize(loss, v1.train.get_global_step())
+
+  spec = head.create_estimator_spec(features=features, mode=mode,
+                                    logits=logits, labels=labels,
+                                    train_op_fn=train_op_fn)
+  if mode == 'train' and o.get('loss_hook', True):
+    spec = spec._replace(training_hooks=list(spec.training_hooks) + [
+        CallLog(rec['losses'], 'loss', fetch=spec.loss)])
+  return spec
+
+
 def model_fn_for(o, rec):
   """The cell's model_fn; rec is the cell's record (hook log, side values)."""
   api = o['api']
@@ -255,6 +283,8 @@ def model_fn_for(o, rec):
     if o.get('init_from_checkpoint') == 'model_fn':
       v1.train.init_from_checkpoint(o['base_ckpt'], {'dense/': 'dense/'})
     logits = _linear(features, o)
+    if o.get('head'):
+      return _head_spec(o, rec, features, labels, mode, logits)
     if o.get('init_from_checkpoint') == 'after_variables':  # BERT's place.
       v1.train.init_from_checkpoint(o['base_ckpt'], {'dense/': 'dense/'})
     if labels is not None and o.get('labels') == 'dict':

@@ -31,7 +31,9 @@ def _namespace(est, tpu, export, inputs):
   names = {n: getattr(est, n) for n in (
       'Estimator', 'EstimatorSpec', 'RunConfig', 'WarmStartSettings',
       'TrainSpec', 'EvalSpec', 'train_and_evaluate', 'FinalExporter',
-      'LatestExporter', 'LinearClassifier')}
+      'LatestExporter', 'LinearClassifier', 'DNNClassifier',
+      'DNNLinearCombinedClassifier', 'BaselineRegressor', 'BinaryClassHead',
+      'RegressionHead', 'MultiHead')}
   names.update(TPUEstimator=tpu.TPUEstimator,
                TPUEstimatorSpec=tpu.TPUEstimatorSpec,
                TPURunConfig=tpu.RunConfig, TPUConfig=tpu.TPUConfig,
@@ -57,7 +59,8 @@ def api_for(kind):
     est = tf.compat.v1.estimator  # The facade, where users find it.
     assert getattr(est, install.FACADE_MARK, False), est
     return _namespace(est, est.tpu, est.export, est.inputs)
-  spaces = {name: types.SimpleNamespace(**names)
+  spaces = {name: names if isinstance(names, types.ModuleType) else
+            types.SimpleNamespace(**names)
             for name, (names, _) in install._namespaces().items()}  # pylint: disable=protected-access
   prefix = 'tensorflow.compat.v1.estimator'
   return _namespace(spaces[prefix], spaces[prefix + '.tpu'],

@@ -251,6 +251,17 @@ def configure_peer_heartbeat(cluster_spec, timeout_secs):
   return True
 
 
+def per_worker_type_spec(value):
+  """The type spec a ClusterCoordinator traces a scheduled function with
+  for a per-worker value (a per-worker dataset's iterator), as its
+  schedule() does (the value's private `_type_spec`); any other value
+  itself."""
+  from tensorflow.python.distribute.coordinator import values as coordinator_values  # pylint: disable=g-import-not-at-top
+  if isinstance(value, coordinator_values.PerWorkerValues):
+    return value._type_spec  # pylint: disable=protected-access
+  return value
+
+
 def loss_scaled_by_optimizer(graph):
   """Whether a tf.compat.v1 optimizer scaled the loss of `graph`'s replica
   by 1/replicas (the flag it sets on the graph, as Estimator reads it for

@@ -47,7 +47,9 @@ def rewrite(computation, inputs=None):
   """computation(*inputs) rewritten for one TPU core: its output tensors,
   on the CPU side; ops it built that no output needs are pruned from XLA."""
   from tensorflow.python.tpu import tpu  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
-  outputs = tf.compat.v1.tpu.rewrite(computation, inputs)
+  # The module's own rewrite: --cpu_fallback refuses the public one (a
+  # program's call), and this graph is built anywhere.
+  outputs = tpu.rewrite(computation, inputs)
   tpu.prune_unconnected_ops_from_xla(tf.compat.v1.get_default_graph())
   return outputs
 

@@ -4,14 +4,18 @@ tpu/tpu_estimator.py.
 Same constructor arguments, checks and method contracts as
 tensorflow_estimator 2.15's. Each call runs on one of two engines:
   * the graph engine (trainer/facade/engine/graph): Estimator's own
-    execution model, a TF1 graph and a MonitoredSession per call, on one
-    device; used whenever the real Estimator would run on one device: no
+    execution model, a TF1 graph and a MonitoredSession per call; used
+    whenever the real Estimator would run on one device (no
     train_distribute / eval_distribute, TPUEstimator with use_tpu=False or
-    no TPU found;
-  * the tf2 runner (trainer/runners/tf2, through backend.py), for what needs
-    tf.distribute: a RunConfig train_distribute / eval_distribute strategy,
-    a TPUEstimator on a TPU, a TF_CONFIG cluster of chief/worker tasks
-    (MultiWorkerMirroredStrategy).
+    no TPU found), on a task of a TF_CONFIG cluster (between-graph
+    replication, the session on the task's server, engine/graph/cluster.py;
+    without ps tasks each task's variables are its own),
+    and for training under the strategies Estimator ran in its own graph
+    (tf.compat.v1 ParameterServerStrategy, CentralStorageStrategy, a
+    graph-mode MultiWorkerMirroredStrategy: engine/graph/distributed_train.py);
+  * the tf2 runner (trainer/runners/tf2, through backend.py), for what else
+    needs tf.distribute: a RunConfig train_distribute / eval_distribute
+    strategy of several replicas, a TPUEstimator on a TPU.
 Methods: train(input_fn, hooks, steps, max_steps, saving_listeners),
 evaluate(input_fn, steps, hooks, checkpoint_path, name), predict(input_fn,
 predict_keys, hooks, checkpoint_path, yield_single_examples),
@@ -33,6 +37,7 @@ from trainer.compat import tf_private
 from trainer.compat import v2_behavior as behavior
 from trainer.facade import run_config
 from trainer.facade.engine.distributed import backend
+from trainer.facade.engine.graph import distributed_train
 from trainer.facade.engine.graph import evaluate as graph_evaluate
 from trainer.facade.engine.graph import export as graph_export
 from trainer.facade.engine.graph import predict as graph_predict
@@ -176,10 +181,28 @@ def _check_listeners_type(listeners):
   return listeners
 
 
-def _multi_worker(config):
-  """A TF_CONFIG cluster of several chief/worker tasks and no ps."""
-  workers, ps = run_config.training_cluster(config)
-  return ps == 0 and workers > 1
+def _graph_strategy(config):
+  """The train_distribute strategy Estimator.train runs on the graph engine
+  (graph/distributed_train.py: tf.compat.v1 ParameterServerStrategy,
+  CentralStorageStrategy, a MultiWorkerMirroredStrategy made in graph
+  mode), else None."""
+  strategy = config.train_distribute
+  if strategy is None or not distributed_train.runs_in_graph(strategy):
+    return None
+  return strategy
+
+
+def _check_not_coordinated(config, method):
+  """ValueError, as Estimator's, for train() or evaluate() called directly
+  with a strategy on a TF_CONFIG cluster, which only train_and_evaluate
+  runs (through the Distribute Coordinator)."""
+  if not run_config.uses_distribute_coordinator(config):
+    return
+  if 'evaluator' in config.cluster_spec.jobs:
+    raise ValueError("'evaluator' job is not supported if you don't use "
+                     '`train_and_evaluate`')
+  raise ValueError('Only `STANDALONE_CLIENT` mode is supported when you call '
+                   f'`estimator.{method}`')
 
 
 class Estimator:
@@ -252,6 +275,17 @@ class Estimator:
     self._check_checkpoint()
     return [name for name, _ in tf.train.list_variables(self.model_dir)]
 
+  def _for_worker_context(self, context, strategy):
+    """A copy of this Estimator for a Distribute Coordinator task: its
+    RunConfig with the task's settings and `strategy` (see
+    RunConfig.for_worker_context)."""
+    new = copy.copy(self)
+    new._config = self._config.for_worker_context(context, strategy)
+    new._train_distribution = new._config.train_distribute
+    new._eval_distribution = new._config.eval_distribute
+    new._params = copy.deepcopy(self._params)
+    return new
+
   # -- engines --------------------------------------------------------------
 
   def _program(self):
@@ -265,14 +299,20 @@ class Estimator:
 
   def _needs_tf2(self, mode):
     """Whether `mode` runs under tf.distribute (the tf2 runner): with a
-    strategy of several replicas, a TPU or multi-worker one, or a TF_CONFIG
-    cluster of workers. A one-replica strategy (OneDeviceStrategy, a
-    MirroredStrategy of one device) runs on the graph engine, as Estimator
-    runs it: in a Session, with the same results as without it."""
+    strategy of several replicas, a TPU or multi-worker one. A one-replica
+    strategy (OneDeviceStrategy, a MirroredStrategy of one device) runs on
+    the graph engine, as Estimator runs it: in a Session, with the same
+    results as without it. So does a TF_CONFIG cluster without a strategy,
+    with or without ps tasks: each task its own graph (between-graph
+    replication). predict() runs on one device whatever the strategies, as
+    Estimator.predict."""
+    if mode == specs.ModeKeys.PREDICT:
+      return False
+    if mode == specs.ModeKeys.TRAIN and _graph_strategy(self._config):
+      return False
     distribution = (self._train_distribution if mode == specs.ModeKeys.TRAIN
                     else self._eval_distribution)
-    return (strategy_lib.is_distributed(distribution) or
-            _multi_worker(self._config))
+    return strategy_lib.is_distributed(distribution)
 
   def _backend(self):
     return backend.Backend(backend.Model(
@@ -305,10 +345,15 @@ class Estimator:
     hooks = _check_hooks_type(hooks)
     hooks.extend(self._convert_train_steps_to_hooks(steps, max_steps))
     saving_listeners = _check_listeners_type(saving_listeners)
+    _check_not_coordinated(self._config, 'train')
     if self._needs_tf2(specs.ModeKeys.TRAIN):
       with behavior.tf2_behavior():
         loss = self._backend().train(input_fn, hooks=hooks,
                                      listeners=saving_listeners)
+    elif _graph_strategy(self._config):
+      loss = distributed_train.train(self._program(),
+                                     _graph_strategy(self._config), input_fn,
+                                     hooks, saving_listeners)
     else:
       loss = graph_train.train(self._program(), input_fn, hooks,
                                saving_listeners)

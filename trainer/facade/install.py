@@ -29,10 +29,29 @@ from trainer.facade import gc
 from trainer.facade import run_config
 from trainer.facade import training
 from trainer.facade import unsupported
+from trainer.facade.canned import baseline
+from trainer.facade.canned import dnn
+from trainer.facade.canned import dnn_linear_combined
+from trainer.facade.canned import head as canned_head
+from trainer.facade.canned import linear
+from trainer.facade.canned import metric_keys
+from trainer.facade.canned import optimizers
+from trainer.facade.canned import parsing_utils
+from trainer.facade.canned import prediction_keys
+from trainer.facade.canned import rnn
+from trainer.facade.canned import sdca_ops
 from trainer.facade.engine.graph import added_hooks as graph_hooks
 from trainer.facade.engine.graph import inputs as graph_inputs
 from trainer.facade.export import export
 from trainer.facade.export import export_output
+from trainer.facade.head import base_head
+from trainer.facade.head import binary_class_head
+from trainer.facade.head import head_utils
+from trainer.facade.head import multi_class_head
+from trainer.facade.head import multi_head
+from trainer.facade.head import multi_label_head
+from trainer.facade.head import regression_head
+from trainer.facade.head import sequential_head
 from trainer.facade.hooks import fake_summary_writer
 from trainer.facade.hooks import hooks
 from trainer.facade.hooks import in_memory_evaluator
@@ -49,19 +68,6 @@ from trainer.runtime import eval_summaries
 logging = std_logging.getLogger(__name__)
 
 FACADE_MARK = estimator_compat.FACADE_MARK
-
-
-class PredictionKeys:
-  """The prediction dict keys of canned Estimators (their public names)."""
-  CLASSES = 'classes'
-  CLASS_IDS = 'class_ids'
-  ALL_CLASSES = 'all_classes'
-  ALL_CLASS_IDS = 'all_class_ids'
-  LOGISTIC = 'logistic'
-  LOGITS = 'logits'
-  PREDICTIONS = 'predictions'
-  PROBABILITIES = 'probabilities'
-  TOP_K = 'top_k'
 
 
 _modules = {}
@@ -95,6 +101,50 @@ _HOOK_NAMES = (
     'SecondOrStepTimer', 'SessionRunArgs', 'SessionRunContext',
     'SessionRunHook', 'SessionRunValues', 'StepCounterHook', 'StopAtStepHook',
     'SummarySaverHook')
+# tensorflow_estimator.python.estimator.head's modules (the facade's own).
+_HEAD_MODULES = {
+    'base_head': base_head, 'binary_class_head': binary_class_head,
+    'head_utils': head_utils, 'multi_class_head': multi_class_head,
+    'multi_head': multi_head, 'multi_label_head': multi_label_head,
+    'regression_head': regression_head, 'sequential_head': sequential_head}
+_HEADS = {
+    'Head': base_head.Head,
+    'BinaryClassHead': binary_class_head.BinaryClassHead,
+    'MultiClassHead': multi_class_head.MultiClassHead,
+    'MultiLabelHead': multi_label_head.MultiLabelHead,
+    'RegressionHead': regression_head.RegressionHead,
+    'PoissonRegressionHead': regression_head.PoissonRegressionHead,
+    'LogisticRegressionHead': regression_head.LogisticRegressionHead,
+    'MultiHead': multi_head.MultiHead}
+
+
+# tensorflow_estimator.python.estimator.canned's modules (the facade's own).
+# Published as the modules themselves, so that patching one of their names
+# (as tensorflow_estimator's tests do) changes what the Estimators use.
+_CANNED_MODULES = {
+    'baseline': baseline, 'dnn': dnn,
+    'dnn_linear_combined': dnn_linear_combined, 'linear': linear,
+    'optimizers': optimizers, 'parsing_utils': parsing_utils, 'rnn': rnn,
+    'linear_optimizer.python.utils.sdca_ops': sdca_ops}
+# Published as copies of their names.
+_CANNED_NAMES = {'head': canned_head, 'metric_keys': metric_keys,
+                 'prediction_keys': prediction_keys}
+# Canned Estimators by API name: (tf.estimator's class, tf.compat.v1's).
+_CANNED = {
+    f'{family}{kind}': (getattr(module, f'{family}{kind}V2'),
+                        getattr(module, f'{family}{kind}'))
+    for module, family in ((baseline, 'Baseline'), (dnn, 'DNN'),
+                           (linear, 'Linear'),
+                           (dnn_linear_combined, 'DNNLinearCombined'))
+    for kind in ('Classifier', 'Estimator', 'Regressor')}
+
+
+def _names_of(module):
+  """Every name a module of the facade defines or imports (not dunders), as
+  its tensorflow_estimator namesake offers them to importers."""
+  return {n: v for n, v in vars(module).items() if not n.startswith('__')}
+
+
 _EXPORT_NAMES = (
     'ClassificationOutput', 'EvalOutput', 'ExportOutput', 'PredictOutput',
     'RegressionOutput', 'ServingInputReceiver', 'TensorServingInputReceiver',
@@ -103,7 +153,8 @@ _EXPORT_NAMES = (
 
 
 def _namespaces():
-  """{module name: (names, is_package)} of every facade module."""
+  """{module name: (names or a module, is_package)} of every facade
+  module."""
   export_names = {n: getattr(export_output if n.endswith('Output') else
                              export, n) for n in _EXPORT_NAMES}
   export_module = dict(export_names, **{n: getattr(export, n) for n in (
@@ -134,9 +185,22 @@ def _namespaces():
       'FinalExporter': exporter.FinalExporter,
       'LatestExporter': exporter.LatestExporter,
       **{n: getattr(hooks, n) for n in _HOOK_NAMES},
+      **_HEADS,
+      **{name: classes[0] for name, classes in _CANNED.items()},
+      'classifier_parse_example_spec':
+          parsing_utils.classifier_parse_example_spec_v2,
+      'regressor_parse_example_spec':
+          parsing_utils.regressor_parse_example_spec_v2,
       **unsupported.stubs('tf.estimator')}
+  v1 = dict(
+      v2, Estimator=estimator_lib.Estimator,
+      **{name: classes[1] for name, classes in _CANNED.items()},
+      classifier_parse_example_spec=(
+          parsing_utils.classifier_parse_example_spec),
+      regressor_parse_example_spec=parsing_utils.regressor_parse_example_spec)
   experimental = {
       **unsupported.stubs('tf.estimator.experimental'),
+      'LinearSDCA': linear.LinearSDCA,
       'call_logit_fn': estimator_calls.call_logit_fn,
       'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook,
       'build_raw_supervised_input_receiver_fn':
@@ -146,6 +210,11 @@ def _namespaces():
           'stop_if_higher_hook',
           'stop_if_lower_hook', 'stop_if_no_decrease_hook',
           'stop_if_no_increase_hook')}}
+  experimental_v1 = dict(
+      experimental, dnn_logit_fn_builder=dnn.dnn_logit_fn_builder,
+      linear_logit_fn_builder=linear.linear_logit_fn_builder)
+  experimental.update(RNNClassifier=rnn.RNNClassifier,
+                      RNNEstimator=rnn.RNNEstimator)
   estimator_module = {
       'Estimator': estimator_lib.Estimator,
       'EstimatorV2': estimator_lib.EstimatorV2,
@@ -162,25 +231,28 @@ def _namespaces():
           early_stopping.make_stop_at_checkpoint_step_hook,
       '_StopAtCheckpointStepHook': early_stopping._StopAtCheckpointStepHook,  # pylint: disable=protected-access
       'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook}
-  canned = {n: v2[n] for n in v2 if n.startswith(('DNN', 'Linear', 'Baseline',
-                                                    'BoostedTrees'))}
   private = {
       '': ({}, True),
-      '.canned': (dict(canned), True),
-      '.canned.dnn': ({n: v for n, v in canned.items()
-                       if n.startswith('DNN') and 'Linear' not in n}, False),
-      '.canned.linear': ({n: v for n, v in canned.items()
-                          if n.startswith('Linear')}, False),
-      '.canned.dnn_linear_combined': ({n: v for n, v in canned.items()
-                                       if n.startswith('DNNLinear')}, False),
-      '.canned.baseline': ({n: v for n, v in canned.items()
-                            if n.startswith('Baseline')}, False),
-      '.canned.prediction_keys': ({'PredictionKeys': PredictionKeys}, False),
+      '.canned': ({}, True),
+      **{f'.canned.{name}': (module, False)
+         for name, module in _CANNED_MODULES.items()},
+      **{f'.canned.{name}': (_names_of(module), False)
+         for name, module in _CANNED_NAMES.items()},
+      '.canned.linear_optimizer': ({}, True),
+      '.canned.linear_optimizer.python': ({}, True),
+      '.canned.linear_optimizer.python.utils': ({}, True),
+      # The reference ships only test utilities there (dnn_testing_utils_v1).
+      '.canned.v1': ({}, True),
+      '.head': ({}, True),
+      **{f'.head.{name}': (_names_of(module), False)
+         for name, module in _HEAD_MODULES.items()},
       '.estimator': (estimator_module, False),
-      '.estimator_lib': (dict(v2, Estimator=estimator_lib.Estimator), False),
+      '.estimator_lib': (dict(v1), False),
       '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
                      'ModeKeys': specs.ModeKeys,
                      'call_logit_fn': estimator_calls.call_logit_fn,
+                     # What heads' _create_tpu_estimator_spec returns.
+                     '_TPUEstimatorSpec': specs.TPUEstimatorSpec,
                      'LOSS_METRIC_KEY': specs.LOSS_METRIC_KEY,
                      'AVERAGE_LOSS_METRIC_KEY': 'average_loss'}, False),
       '.inputs': (input_names, True),
@@ -246,10 +318,10 @@ def _namespaces():
       'tensorflow.estimator': (dict(v2), True),
       'tensorflow.estimator.export': (export_names, False),
       'tensorflow.estimator.experimental': (experimental, False),
-      'tensorflow.compat.v1.estimator': (
-          dict(v2, Estimator=estimator_lib.Estimator), True),
+      'tensorflow.compat.v1.estimator': (v1, True),
       'tensorflow.compat.v1.estimator.export': (export_names, False),
-      'tensorflow.compat.v1.estimator.experimental': (experimental, False),
+      'tensorflow.compat.v1.estimator.experimental': (experimental_v1,
+                                                      False),
       'tensorflow.compat.v1.estimator.inputs': (input_names, False),
       'tensorflow.compat.v1.estimator.tpu': (tpu, True),
       'tensorflow.compat.v1.estimator.tpu.experimental': (
@@ -275,11 +347,15 @@ def _exists(name):
 
 
 def _build():
-  """Creates every facade module and links each to its parent's attribute."""
+  """Creates every facade module (one given as a module is that module) and
+  links each to its parent's attribute."""
   for name, (names, package) in _namespaces().items():
     if name.startswith('tensorflow.python.tpu.') and _exists(name):
       continue  # This TF still has the module (shim): leave it alone.
-    _modules[name] = _module(name, names, package)
+    if isinstance(names, types.ModuleType):
+      _modules[name] = names
+    else:
+      _modules[name] = _module(name, names, package)
   for name, module in _modules.items():
     parent, _, child = name.rpartition('.')
     if parent in _modules:

@@ -31,6 +31,10 @@ _REPLACEABLE = (
     'checkpoint_save_graph_def')
 
 
+# The Distribute Coordinator mode Estimator uses with a strategy on a cluster.
+INDEPENDENT_WORKER = 'independent_worker'
+
+
 class TaskType:
   """Task types of TF_CONFIG, as tf.estimator.RunConfig names them."""
   MASTER = 'master'
@@ -328,12 +332,15 @@ class RunConfig:
   def _init_from(self, tf_config):
     for name, value in cluster_settings(tf_config).items():
       setattr(self, '_' + name, value)
+    self._distribute_coordinator_mode = None
     self._default_session_config()
 
   def _init_with_strategy(self, tf_config):
     """With a (non-TPU) strategy, a chief/worker cluster is the strategy's:
-    the task itself reports as local, the cluster_spec is TF_CONFIG's (the
-    distribute coordinator's independent-worker mode)."""
+    the task itself reports as local, the cluster_spec is TF_CONFIG's, and
+    train_and_evaluate runs the Distribute Coordinator's independent-worker
+    mode (trainer/facade/coordinator.py), which gives each task's copy of
+    the Estimator its own settings (for_worker_context)."""
     cluster = tf.train.ClusterSpec(tf_config.get('cluster', {}))
     self._init_from({})
     if (not cluster or TaskType.MASTER in cluster.jobs or
@@ -342,8 +349,41 @@ class RunConfig:
       tf.compat.v1.logging.info('Not using Distribute Coordinator.')
       return
     self._cluster_spec = cluster
+    self._distribute_coordinator_mode = INDEPENDENT_WORKER
     tf.compat.v1.logging.info('RunConfig initialized for Distribute '
                               'Coordinator with INDEPENDENT_WORKER mode')
+
+  def for_worker_context(self, context, strategy):
+    """A copy with the settings of a Distribute Coordinator task context
+    (cluster_spec, task_type, task_id, master, is_chief and the counts
+    derived from them; an evaluator sees no cluster), `strategy` as the
+    strategy of its role, and no coordinator mode (as Estimator's
+    distribute-coordinator training gives each task's Estimator copy)."""
+    new = copy.deepcopy(self)
+    new._service = None
+    new._cluster_spec = context.cluster_spec or tf.train.ClusterSpec({})
+    new._task_type, new._task_id = context.task_type, context.task_id
+    new._master = new._evaluation_master = context.master_target
+    new._is_chief = context.is_chief
+    new._distribute_coordinator_mode = None
+    if context.task_type == TaskType.EVALUATOR:
+      new._eval_distribute = strategy
+    else:
+      new._train_distribute = strategy
+    spec = new._cluster_spec
+    if not spec:
+      new._global_id_in_cluster, new._num_ps_replicas = 0, 0
+      new._num_worker_replicas = 1
+    elif context.task_type == TaskType.EVALUATOR:
+      new._cluster_spec = tf.train.ClusterSpec({})
+      new._num_ps_replicas = new._num_worker_replicas = 0
+      new._global_id_in_cluster = None
+    else:
+      new._num_ps_replicas = _count(spec, TaskType.PS)
+      new._num_worker_replicas = _count(spec, TaskType.WORKER, TaskType.CHIEF)
+      new._global_id_in_cluster = _global_id(
+          spec, context.task_type, context.task_id, TaskType.CHIEF)
+    return new
 
   def _default_session_config(self):
     if not self._session_config and self._cluster_spec:
@@ -424,8 +464,5 @@ class RunConfig:
 def uses_distribute_coordinator(config):
   """Whether Estimator runs train_and_evaluate with its Distribute
   Coordinator: a (non-TPU) train_distribute strategy and a TF_CONFIG
-  cluster without a master."""
-  cluster = config.cluster_spec
-  return bool(config.train_distribute and
-              not _is_tpu_strategy(config.train_distribute) and cluster and
-              TaskType.MASTER not in cluster.jobs)
+  cluster without a master (not in a task's copy the coordinator made)."""
+  return getattr(config, '_distribute_coordinator_mode', None) is not None

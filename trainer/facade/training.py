@@ -7,10 +7,23 @@ train_and_evaluate behaves as Estimator's:
     latest checkpoint at most every EvalSpec.throttle_secs, then once more at
     the end if the last step was not evaluated; exporters run after each
     evaluation. Returns (metrics of the last evaluation, export results);
-  * task 'chief' / 'worker' of a TF_CONFIG cluster: trains only (the tf2
-    runner's MultiWorkerMirroredStrategy); task 'evaluator': evaluates each
-    new checkpoint until one reaches max_steps;
-  * task 'ps': parameter-server training is not supported.
+  * on a task of a TF_CONFIG cluster, what that task does under Estimator,
+    and returns None:
+    - 'chief' / 'worker' (between-graph replication): starts the task's
+      server, waits its start-up delay (workers) and trains on the graph
+      engine; with 'ps' tasks in the cluster the variables live there and
+      every task trains them asynchronously, the chief checkpoints. Without
+      ps tasks each task's variables are its own (on its server): the chief
+      trains and checkpoints alone, and a worker waits for a chief that
+      never initialises its variables until
+      RunConfig.session_creation_timeout_secs, as Estimator's does;
+    - 'master': as the chief, and evaluates and exports after its
+      checkpoints (the older layout, without an evaluator task);
+    - 'ps': starts its server and serves until stopped (never returns);
+    - 'evaluator': evaluates each new checkpoint and runs the exporters,
+      until one reaches max_steps;
+    with a RunConfig train_distribute strategy (no master), the Distribute
+    Coordinator runs the task instead (trainer/facade/coordinator.py).
 """
 
 import collections
@@ -19,9 +32,11 @@ import time
 
 import tensorflow as tf
 
+from trainer.facade import coordinator
 from trainer.facade import estimator as estimator_lib
 from trainer.facade import exporter as exporter_lib
 from trainer.facade import run_config
+from trainer.facade.engine.graph import cluster
 from trainer.facade.hooks import hooks as hooks_lib
 
 # Estimator logs on TF's logger; absl's would call logging.basicConfig()
@@ -137,19 +152,33 @@ class _Evaluator:
     self.export_results = None  # Estimator's: None until an evaluation.
 
   def evaluate_and_export(self):
-    """Evaluates a new latest checkpoint; False if there was none."""
+    """Evaluates a new latest checkpoint; False if there was none, or if
+    the trainer deleted it (RunConfig.keep_checkpoint_max) before it was
+    evaluated and exported (logged; the next checkpoint is evaluated)."""
     latest = self._estimator.latest_checkpoint()
     if not latest or latest == self._previous:
       return False
-    self.metrics = self._estimator.evaluate(
-        self._spec.input_fn, steps=self._spec.steps, name=self._spec.name,
-        checkpoint_path=latest, hooks=self._spec.hooks)
-    final = bool(self._max_steps and
-                 self.metrics['global_step'] >= self._max_steps)
-    base = os.path.join(self._estimator.model_dir, 'export')
-    self.export_results = [
-        e.export(self._estimator, os.path.join(base, e.name), latest,
-                 self.metrics, final) for e in self._spec.exporters]
+    try:
+      metrics = self._estimator.evaluate(
+          self._spec.input_fn, steps=self._spec.steps, name=self._spec.name,
+          checkpoint_path=latest, hooks=self._spec.hooks)
+      final = bool(self._max_steps and
+                   metrics['global_step'] >= self._max_steps)
+      base = os.path.join(self._estimator.model_dir, 'export')
+      export_results = [
+          e.export(self._estimator, os.path.join(base, e.name), latest,
+                   metrics, final) for e in self._spec.exporters]
+    except (ValueError, tf.errors.NotFoundError) as e:
+      if tf.io.gfile.exists(latest + '.index'):
+        raise
+      logging.warning(
+          'Checkpoint %s was deleted while it was evaluated or exported (the '
+          'trainer keeps RunConfig.keep_checkpoint_max checkpoints): %s; '
+          'going on with the next checkpoint.', latest,
+          str(e).splitlines()[0])
+      self._previous = latest
+      return False
+    self.metrics, self.export_results = metrics, export_results
     self._previous = latest
     return True
 
@@ -187,14 +216,90 @@ class _EvaluateAfterSave(hooks_lib.CheckpointSaverListener):
 
 def _continuous_evaluation(estimator, train_spec, eval_spec):
   """The 'evaluator' task: each new checkpoint until max_steps is reached."""
-  time.sleep(eval_spec.start_delay_secs)
+  if eval_spec.start_delay_secs:
+    logging.info('Waiting %f secs before starting eval.',
+                 eval_spec.start_delay_secs)
+    time.sleep(eval_spec.start_delay_secs)
   evaluator = _Evaluator(estimator, eval_spec, train_spec.max_steps)
   for _ in tf.compat.v1.train.checkpoints_iterator(
       estimator.model_dir, min_interval_secs=eval_spec.throttle_secs):
     evaluator.evaluate_and_export()
-    if train_spec.max_steps and evaluator.metrics and (
-        evaluator.metrics['global_step'] >= train_spec.max_steps):
+    step = evaluator.metrics and evaluator.metrics['global_step']
+    if train_spec.max_steps and step and step >= train_spec.max_steps:
+      logging.info('Exiting evaluation, global_step=%s >= train max_steps=%s',
+                   step, train_spec.max_steps)
       break
+
+
+def _train_with_evaluation(estimator, train_spec, eval_spec):
+  """Trains; evaluates and exports after checkpoints (see _EvaluateAfterSave)
+  and returns (metrics of the last evaluation, export results)."""
+  evaluator = _Evaluator(estimator, eval_spec, train_spec.max_steps)
+  listener = _EvaluateAfterSave(evaluator, eval_spec.throttle_secs)
+  estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
+                  hooks=train_spec.hooks,
+                  saving_listeners=list(train_spec.saving_listeners) +
+                  [listener])
+  return evaluator.metrics, evaluator.export_results
+
+
+def _run_local(estimator, train_spec, eval_spec):
+  config = estimator.config
+  logging.info(
+      'Start train and evaluate loop. The evaluate will happen after every '
+      'checkpoint. Checkpoint frequency is determined based on RunConfig '
+      'arguments: save_checkpoints_steps %s or save_checkpoints_secs %s.',
+      config.save_checkpoints_steps, config.save_checkpoints_secs)
+  return _train_with_evaluation(estimator, train_spec, eval_spec)
+
+
+def _start_training_task(estimator, train_spec, saving_listeners):
+  """A chief, master or worker: its server, its start-up delay, training
+  (between-graph replication)."""
+  config = estimator.config
+  if not cluster.platform_runs_servers():
+    cluster.start_server(config)
+  cluster.warn_if_never_initialised(config)
+  cluster.delay_worker(config)
+  estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
+                  hooks=train_spec.hooks, saving_listeners=saving_listeners)
+
+
+def _run_chief(estimator, train_spec, eval_spec):
+  del eval_spec  # The evaluator task evaluates and exports.
+  _start_training_task(estimator, train_spec, train_spec.saving_listeners)
+
+
+def _run_worker(estimator, train_spec, eval_spec):
+  del eval_spec
+  _start_training_task(estimator, train_spec, ())
+
+
+def _run_master(estimator, train_spec, eval_spec):
+  """The master trains and, after its checkpoints, evaluates and exports."""
+  evaluator = _Evaluator(estimator, eval_spec, train_spec.max_steps)
+  listener = _EvaluateAfterSave(evaluator, eval_spec.throttle_secs)
+  _start_training_task(estimator, train_spec,
+                       tuple(train_spec.saving_listeners) + (listener,))
+
+
+def _run_evaluator(estimator, train_spec, eval_spec):
+  _continuous_evaluation(estimator, train_spec, eval_spec)
+
+
+def _run_ps(estimator, train_spec, eval_spec):
+  del train_spec, eval_spec
+  cluster.serve(estimator.config)
+
+
+# What each TF_CONFIG task type does in train_and_evaluate (Estimator's).
+_TASKS = {
+    run_config.TaskType.CHIEF: _run_chief,
+    run_config.TaskType.EVALUATOR: _run_evaluator,
+    run_config.TaskType.MASTER: _run_master,
+    run_config.TaskType.PS: _run_ps,
+    run_config.TaskType.WORKER: _run_worker,
+}
 
 
 def train_and_evaluate(estimator, train_spec, eval_spec):
@@ -210,41 +315,32 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
                     f'Got: {type(eval_spec)}')
   config = estimator.config
   task = config.task_type
-  if task == run_config.TaskType.PS:
-    raise NotImplementedError(
-        'train_and_evaluate on a "ps" task: parameter-server training is not '
-        'supported by trainer.legacy; use TF_CONFIG "chief"/"worker" tasks '
-        '(MultiWorkerMirroredStrategy).')
+  if run_config.uses_distribute_coordinator(config):
+    logging.info('Running `train_and_evaluate` with Distribute Coordinator.')
+    coordinator.train_and_evaluate(estimator, train_spec, eval_spec,
+                                   _continuous_evaluation)
+    return None
+  logging.info('Not using Distribute Coordinator.')
   if task == run_config.TaskType.EVALUATOR and config.task_id > 0:
     raise ValueError(
         'For distributed training, there can only be one `evaluator` task '
         f'(with task id 0).  Given task id {config.task_id}')
-  if run_config.uses_distribute_coordinator(config):
-    logging.info('Running `train_and_evaluate` with Distribute Coordinator.')
-  else:
-    logging.info('Not using Distribute Coordinator.')
-  # As Estimator: a distributed task (chief, worker, evaluator) returns None;
-  # a local run (metrics, export results), both None when nothing trained.
-  if task == run_config.TaskType.EVALUATOR:
-    _continuous_evaluation(estimator, train_spec, eval_spec)
-    return None
-  if task is not None and run_config.training_cluster(config)[0] > 1:
-    estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
-                    hooks=train_spec.hooks,
-                    saving_listeners=train_spec.saving_listeners)
-    return None
-  if not config.cluster_spec:
+  if not config.cluster_spec and task != run_config.TaskType.EVALUATOR:
     logging.info('Running training and evaluation locally '
                  '(non-distributed).')
-  logging.info(
-      'Start train and evaluate loop. The evaluate will happen after every '
-      'checkpoint. Checkpoint frequency is determined based on RunConfig '
-      'arguments: save_checkpoints_steps %s or save_checkpoints_secs %s.',
-      config.save_checkpoints_steps, config.save_checkpoints_secs)
-  evaluator = _Evaluator(estimator, eval_spec, train_spec.max_steps)
-  listener = _EvaluateAfterSave(evaluator, eval_spec.throttle_secs)
-  estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
-                  hooks=train_spec.hooks,
-                  saving_listeners=list(train_spec.saving_listeners) +
-                  [listener])
-  return evaluator.metrics, evaluator.export_results
+    return _run_local(estimator, train_spec, eval_spec)
+  # As Estimator: a distributed task returns None.
+  if not task:
+    raise ValueError(
+        '`estimator.config` must have task_type set. This usually means '
+        'TF_CONFIG environment is not set correctly.')
+  if task == 'local':
+    raise ValueError(
+        '`task.type` in TF_CONFIG cannot be `local`. Leaving `cluster` and '
+        '`task` properties in TF_CONFIG absent triggers train and evaluate '
+        '`Estimator` locally (non-distributed).')
+  if task not in _TASKS:
+    raise ValueError(f'Task type {task} is not supported. Supported task '
+                     f'types are {sorted(_TASKS)}')
+  _TASKS[task](estimator, train_spec, eval_spec)
+  return None

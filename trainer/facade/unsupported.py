@@ -14,33 +14,23 @@ class UnsupportedApiError(errors.TrainerError, NotImplementedError):
   """An Estimator API the trainer.legacy facade does not provide."""
 
 
-_CANNED = (
-    'canned Estimators build their own model_fn from tf.feature_column and '
-    'Estimator heads',
-    'write a model_fn (TPUEstimatorSpec/EstimatorSpec) with the same layers, '
-    'or a Keras model trained with model.fit')
-_HEAD = ('Estimator heads compute losses and metrics for canned Estimators',
-         'compute the loss and metrics in your model_fn')
-_FEATURE_COLUMNS = (
-    'it builds tf.feature_column parsing specs for canned Estimators',
-    'write the tf.io.parse_example feature spec yourself')
+_BOOSTED_TREES = (
+    'the boosted-trees Estimators grow trees with their own quantile and '
+    'ensemble ops and training loop, which the facade does not reimplement',
+    'train a gradient-boosted trees model with TensorFlow Decision Forests '
+    '(tfdf.keras.GradientBoostedTreesModel), or use DNNLinearCombined*')
+_KMEANS = (
+    'KMeans trains with its own clustering loop, which the facade does not '
+    'reimplement',
+    'cluster with a library made for it (scikit-learn KMeans, or '
+    'tf.compat.v1.train clustering in your own model_fn)')
 # (API, why, alternative), by the name it has under tf.estimator or
 # tf.compat.v1.estimator.
 APIS = {
-    **{f'tf.estimator.{n}': _CANNED for n in (
-        'BaselineClassifier', 'BaselineEstimator', 'BaselineRegressor',
+    **{f'tf.estimator.{n}': _BOOSTED_TREES for n in (
         'BoostedTreesClassifier', 'BoostedTreesEstimator',
-        'BoostedTreesRegressor', 'DNNClassifier', 'DNNEstimator',
-        'DNNLinearCombinedClassifier', 'DNNLinearCombinedEstimator',
-        'DNNLinearCombinedRegressor', 'DNNRegressor', 'LinearClassifier',
-        'LinearEstimator', 'LinearRegressor')},
-    **{f'tf.estimator.experimental.{n}': _CANNED for n in (
-        'LinearSDCA', 'RNNClassifier', 'RNNEstimator', 'KMeans',
-        'dnn_logit_fn_builder', 'linear_logit_fn_builder')},
-    **{f'tf.estimator.{n}': _HEAD for n in (
-        'Head', 'BinaryClassHead', 'LogisticRegressionHead',
-        'MultiClassHead', 'MultiHead', 'MultiLabelHead',
-        'PoissonRegressionHead', 'RegressionHead')},
+        'BoostedTreesRegressor')},
+    'tf.estimator.experimental.KMeans': _KMEANS,
     'tf.keras.estimator.model_to_estimator': (
         'it turns a compiled Keras model into an Estimator through '
         "tensorflow_estimator's keras_lib, which the facade does not "
@@ -48,8 +38,6 @@ APIS = {
         'train the Keras model with model.fit (under a tf.distribute '
         'strategy to scale), or write a model_fn that calls the Keras model '
         'and returns an EstimatorSpec'),
-    'tf.estimator.classifier_parse_example_spec': _FEATURE_COLUMNS,
-    'tf.estimator.regressor_parse_example_spec': _FEATURE_COLUMNS,
     'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
         'TPU embeddings need TPUEstimator\'s TPU-embedding infeed',
         'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '

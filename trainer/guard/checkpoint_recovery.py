@@ -8,64 +8,77 @@ MODEL.ckpt-N.index is written IN PLACE (not atomic); only then is the
 checkpoints are deleted .meta, .index, .data in turn. Nothing is fsynced.
 So a process killed during a save leaves the state pointing at the previous
 complete checkpoint, and possibly a _temp directory, a truncated newer
-.index, or the .data of a half-deleted old checkpoint. `recover` removes
-those leftovers and makes sure the state names the newest checkpoint that
-loads, so every checkpoint left in model_dir loads.
+.index, or the .data of a half-deleted old checkpoint; and a disk that lost
+data (a full disk, a copy cut short) can leave a .data file shorter than
+its index says, which TensorFlow opens and fails to read only mid-restore.
+
+`recover` removes the temporary files, MOVES every incomplete checkpoint
+(checkpoint_files.problem) into MODEL_DIR/corrupt-<time>/ (never deleting
+one), and makes the state name the newest complete checkpoint, saying what
+it did in one warning line; so every checkpoint left in model_dir loads.
 """
 
-import collections
 import os
-import re
+import time
 
 from absl import logging
 import tensorflow as tf
 
-_CHECKPOINT_FILE = re.compile(
-    r'^(?P<prefix>.+)\.(?:index|meta|data-\d{5}-of-(?P<shards>\d{5}))$')
-_LEFTOVER = re.compile(r'(_temp|\.tmp[0-9a-f]{32})$')  # Saver's temp names.
-_STEP = re.compile(r'-(\d+)$')
+from trainer.compat import checkpoint_state
+from trainer.guard import checkpoint_files
+
+QUARANTINE_PREFIX = 'corrupt-'
 
 
-def _join(model_dir, name):
-  return os.path.join(model_dir, name)
+def _quarantine_dir(model_dir):
+  base = os.path.join(model_dir, QUARANTINE_PREFIX +
+                      time.strftime('%Y%m%d-%H%M%S'))
+  path, n = base, 1
+  while tf.io.gfile.exists(path):
+    n += 1
+    path = f'{base}-{n}'
+  tf.io.gfile.makedirs(path)
+  return path
 
 
-def _remove(path):
-  if tf.io.gfile.isdir(path):
-    tf.io.gfile.rmtree(path)
-  else:
-    tf.io.gfile.remove(path)
+def _move_aside(model_dir, broken, by_prefix):
+  """Moves the files of the `broken` checkpoints ({prefix: why}) into a new
+  quarantine directory; returns its path."""
+  target = _quarantine_dir(model_dir)
+  for prefix in broken:
+    for name in sorted(by_prefix[prefix]):
+      tf.io.gfile.rename(os.path.join(model_dir, name),
+                         os.path.join(target, name))
+  return target
 
 
-def is_complete(prefix, files):
-  """True if checkpoint `prefix` has its index and every data shard and its
-  index reads. `files`: the names in its directory belonging to it."""
-  if os.path.basename(prefix) + '.index' not in files:
-    return False
-  shards = {m.group('shards') for m in map(_CHECKPOINT_FILE.match, files)
-            if m and m.group('shards')}
-  if len(shards) != 1:
-    return False
-  total = int(shards.pop())
-  base = os.path.basename(prefix)
-  if any(f'{base}.data-{i:05d}-of-{total:05d}' not in files
-         for i in range(total)):
-    return False
-  try:
-    tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-  except (tf.errors.OpError, ValueError, RuntimeError):
-    return False
-  return True
+def _state(model_dir):
+  """(latest name or None, recorded names) of model_dir's state file."""
+  state = tf.train.get_checkpoint_state(model_dir)
+  if state is None:
+    return None, []
+  return (os.path.basename(state.model_checkpoint_path),
+          [os.path.basename(p) for p in state.all_model_checkpoint_paths])
 
 
-def _step(prefix):
-  match = _STEP.search(prefix)
-  return int(match.group(1)) if match else -1
+def _delete_beyond(model_dir, kept, max_to_keep, by_prefix):
+  """The Saver's own policy: the oldest complete checkpoints beyond
+  max_to_keep are deleted (it would have, right after updating the state);
+  returns the ones kept."""
+  if not max_to_keep or len(kept) <= max_to_keep:
+    return kept
+  for prefix in kept[:-max_to_keep]:
+    logging.info('Deleting %s beyond keep_checkpoint_max=%d.', prefix,
+                 max_to_keep)
+    for name in by_prefix[prefix]:
+      tf.io.gfile.remove(os.path.join(model_dir, name))
+  return kept[-max_to_keep:]
 
 
 def recover(model_dir, max_to_keep=None):
-  """Cleans up after an interrupted save; returns the newest complete
-  checkpoint (now the state's latest) or None. Call it holding the lock.
+  """Cleans up after an interrupted or failed save; returns the newest
+  complete checkpoint (now the state's latest) or None. Call it holding
+  the lock.
 
   When a complete checkpoint newer than the state's is adopted, the oldest
   recorded ones beyond `max_to_keep` are deleted, as the interrupted Saver
@@ -73,45 +86,48 @@ def recover(model_dir, max_to_keep=None):
   """
   if not tf.io.gfile.isdir(model_dir):
     return None
-  names = [n.rstrip('/') for n in tf.io.gfile.listdir(model_dir)]
-  by_prefix = collections.defaultdict(set)
-  for name in names:
-    if _LEFTOVER.search(name):
-      logging.warning('Removing %s, left by an interrupted write.', name)
-      _remove(_join(model_dir, name))
-      continue
-    match = _CHECKPOINT_FILE.match(name)
-    if match:
-      by_prefix[match.group('prefix')].add(name)
+  removed = checkpoint_files.remove_temporary_files(model_dir)
+  by_prefix = checkpoint_files.checkpoints_by_prefix(model_dir)
+  broken = {}
   complete = []
-  for prefix, files in sorted(by_prefix.items()):
-    if is_complete(_join(model_dir, prefix), files):
+  for prefix in sorted(by_prefix, key=checkpoint_files.step_of):
+    why = checkpoint_files.problem(os.path.join(model_dir, prefix))
+    if why is None:
       complete.append(prefix)
     else:
-      logging.warning('Removing incomplete checkpoint %s (%s), left by an '
-                      'interrupted save or deletion.', prefix,
-                      ', '.join(sorted(files)))
-      for name in files:
-        _remove(_join(model_dir, name))
-  if not complete:
+      broken[prefix] = why
+  latest, recorded = _state(model_dir)
+  newest = complete[-1] if complete else None
+  said = []
+  if removed:
+    said.append(f'removed {", ".join(removed)}, left by an interrupted save')
+  if not broken and latest == newest:
+    if said:
+      logging.warning('model_dir %s: %s.', model_dir, said[0])
+    return newest and os.path.join(model_dir, newest)
+
+  if broken:
+    target = _move_aside(model_dir, broken, by_prefix)
+    said.append('incomplete checkpoint%s %s moved aside to %s/' % (
+        's' if len(broken) > 1 else '',
+        '; '.join(f'{p} ({why})' for p, why in broken.items()), target))
+  if latest is not None and latest != newest and latest not in broken:
+    said.append(f'the checkpoint state named {latest}, which '
+                f'{"is not there" if latest not in by_prefix else "is older"}')
+  if newest is None:
+    if tf.io.gfile.exists(os.path.join(model_dir, 'checkpoint')):
+      target = target if broken else _quarantine_dir(model_dir)
+      tf.io.gfile.rename(os.path.join(model_dir, 'checkpoint'),
+                         os.path.join(target, 'checkpoint'))
+    logging.warning('model_dir %s: %s; no complete checkpoint is left, so '
+                    'training starts at step 0.', model_dir,
+                    '; '.join(said))
     return None
-  complete.sort(key=_step)
-  newest = complete[-1]
-  state = tf.train.get_checkpoint_state(model_dir)
-  recorded = [os.path.basename(p) for p in
-              (state.all_model_checkpoint_paths if state else [])]
-  latest = os.path.basename(state.model_checkpoint_path) if state else None
   if latest != newest:
-    logging.warning('Checkpoint state of %s named %s; resuming from the newest '
-                    'complete checkpoint, %s.', model_dir, latest, newest)
     kept = [p for p in recorded if p in complete and p != newest] + [newest]
-    if max_to_keep and len(kept) > max_to_keep:
-      for prefix in kept[:-max_to_keep]:
-        logging.info('Deleting %s beyond keep_checkpoint_max=%d.', prefix,
-                     max_to_keep)
-        for name in by_prefix[prefix]:
-          _remove(_join(model_dir, name))
-      kept = kept[-max_to_keep:]
-    tf.compat.v1.train.update_checkpoint_state(
-        model_dir, newest, all_model_checkpoint_paths=kept)
-  return _join(model_dir, newest)
+    kept = _delete_beyond(model_dir, kept, max_to_keep, by_prefix)
+    checkpoint_state.write(model_dir, os.path.join(model_dir, newest), [
+        os.path.join(model_dir, p) for p in kept])
+  logging.warning('model_dir %s: %s; resuming from the newest complete '
+                  'checkpoint, %s.', model_dir, '; '.join(said), newest)
+  return os.path.join(model_dir, newest)

@@ -20,17 +20,19 @@ from trainer.guard import lock
 FINGERPRINT_FILE = 'trainer_config.json'
 _COMMON_KEYS = ('model', 'num_classes', 'image_size', 'image_channels',
                 'optimizer')
-_MODEL_KEYS = {'mlp': ('mlp_hidden_units',),
-               'resnet': ('resnet_depth', 'resnet_stem')}
 
 
 class ModelDirMismatchError(errors.TrainerError, ValueError):
   """model_dir holds a run of another model configuration."""
 
 
-def fingerprint(params):
-  """The params that decide the variables in a checkpoint, as a dict."""
-  keys = _COMMON_KEYS + _MODEL_KEYS.get(params['model'], ())
+def fingerprint(params, model_keys=()):
+  """The params that decide the variables in a checkpoint, as a dict.
+
+  model_keys: the model's own settings among them (a built-in model's
+  fingerprint_keys, trainer/models/builtin.py; none for a model_fn module).
+  """
+  keys = _COMMON_KEYS + tuple(model_keys)
   return {key: params[key] for key in keys}
 
 
@@ -67,14 +69,16 @@ def _delete_run(model_dir):
       tf.io.gfile.remove(path)
 
 
-def check(params, training, overwrite=False):
+def check(params, training, overwrite=False, model_keys=()):
   """Raises ModelDirMismatchError if model_dir was written by another config.
 
+  model_keys: as fingerprint's.
   training: records this config in model_dir (and, with `overwrite`, deletes
   a mismatching run first). Otherwise the directory is only checked.
   """
   model_dir = params['model_dir']
-  current = json.loads(json.dumps(fingerprint(params)))  # Lists, not tuples.
+  # Lists, not tuples.
+  current = json.loads(json.dumps(fingerprint(params, model_keys)))
   stored = _read(model_dir)
   if stored is not None and stored != current:
     diffs = [f'  --{k}: {stored.get(k)!r} there, {current.get(k)!r} now'

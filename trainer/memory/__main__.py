@@ -34,7 +34,9 @@ from trainer.memory import footprint
 from trainer.memory import host
 from trainer.memory import report as report_lib
 from trainer.memory import xla
+from trainer.models import builtin
 from trainer.models import registry
+from trainer.runners import registry as runners
 
 FLAGS = flags.FLAGS
 PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.
@@ -43,6 +45,7 @@ PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.
 def define_memory_flags(flag_values=FLAGS):
   """The trainer's flags plus this report's own."""
   trainer_flags.define_flags(flag_values)
+  runners.add_flag_validator(flag_values)
   flags.DEFINE_boolean('json', False, 'Print one JSON object.',
                        flag_values=flag_values)
   flags.DEFINE_string(
@@ -66,14 +69,16 @@ def report(model_fn, params):
 def variants(params):
   """Params for the plot: each precision, unsliced and per slicing mode."""
   k = params['num_slices'] if params['num_slices'] > 1 else PLOT_SLICES
-  modes = ['batch', 'logits'] + (['dense'] if params['model'] == 'mlp' else [])
+  entry = builtin.get(params['model'])
+  dense = entry is not None and entry.dense_widths is not None
+  modes = ['batch', 'logits'] + (['dense'] if dense else [])
   out = []
   for precision in ('float32', 'bfloat16'):
-    out.append(dict(params, precision=precision, num_slices=1))
+    out.append(params_lib.replaced(params, precision=precision, num_slices=1))
     for mode in modes:
-      candidate = dict(params, precision=precision, num_slices=k, slice=mode)
       try:
-        params_lib.validate_params(candidate)
+        candidate = params_lib.replaced(params, precision=precision,
+                                        num_slices=k, slice=mode)
       except ValueError as e:
         logging.info('Plot skips slice=%s: %s', mode, e)
         continue
@@ -119,4 +124,7 @@ def main(argv):
 if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   define_memory_flags()
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(sys.argv, 'python -m trainer.memory',
+                                __doc__, FLAGS))
   app.run(main)

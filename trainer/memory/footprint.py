@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from model_fn import precision
 from model_fn import slicing
+from trainer import params as params_lib
 
 _BACKWARD = re.compile(r'(^|/)gradients(_\d+)?/')
 _MICRO_BATCH = re.compile(r'(^|/)(micro_batch_\d+)(_\d+)?/')
@@ -230,8 +231,8 @@ def build_train_graph(model_fn, params):
     images = tf.compat.v1.placeholder(dtype, [batch, size, size, channels],
                                       name='images')
     labels = tf.compat.v1.placeholder(tf.int32, [batch], name='labels')
-    run_params = dict(params, batch_size=batch, use_tpu=False, model_dir=None,
-                      mode='train')
+    run_params = params_lib.replaced(params, batch_size=batch, use_tpu=False,
+                                     model_dir=None, mode='train')
     spec = model_fn({'image': images}, labels, ModeKeys.TRAIN, run_params)
   return graph, spec
 

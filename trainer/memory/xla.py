@@ -65,8 +65,9 @@ def run_one_step(model_fn, params):
   batch = footprint.per_core_batch(params)
   dtype = precision.compute_dtype(params)
   size, channels = params['image_size'], params['image_channels']
-  run_params = dict(params, batch_size=batch, use_tpu=False, model_dir=None,
-                    mode='train')
+  from trainer import params as params_lib  # pylint: disable=g-import-not-at-top
+  run_params = params_lib.replaced(params, batch_size=batch, use_tpu=False,
+                                   model_dir=None, mode='train')
 
   def step(images, labels):
     spec = model_fn({'image': images}, labels, ModeKeys.TRAIN, run_params)

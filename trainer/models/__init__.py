@@ -1,2 +1,3 @@
-"""The model registry: --model / --input names resolved to built-in or user
-model_fn and input_fn modules."""
+"""The model registry: the built-in models, one typed entry each
+(builtin.py), and --model / --input names resolved to built-in or user
+model_fn and input_fn modules (registry.py)."""

@@ -10,6 +10,8 @@ import importlib.util
 import os
 import sys
 
+from trainer.models import builtin
+
 _file_modules = {}  # Absolute path of a .py file -> its module.
 
 
@@ -61,7 +63,7 @@ def import_module_of(spec, builtins, flag):
 def resolve(spec, builtins, flag):
   """The callable `spec` names; ValueError naming --flag if there is none."""
   if spec in builtins:
-    return builtins[spec]
+    return builtins[spec]  # A built-in: `builtins` maps names to callables.
   module_name, sep, attr = spec.rpartition(':')
   if not sep or not module_name or not attr:
     raise ValueError(
@@ -78,9 +80,11 @@ def resolve(spec, builtins, flag):
 
 
 def resolve_model_fn(spec):
-  """model_fn(features, labels, mode, params) named by --model."""
-  from model_fn import models  # pylint: disable=g-import-not-at-top
-  return resolve(spec, models.MODEL_FNS, 'model')
+  """model_fn(features, labels, mode, params) named by --model: a built-in
+  model's (trainer/models/builtin.py) or module:function's."""
+  if spec in builtin.MODELS:
+    return builtin.model_fn(spec)
+  return resolve(spec, builtin.MODELS, 'model')
 
 
 def resolve_input_fn(spec, flag='input'):

@@ -12,6 +12,8 @@ library modules change nothing when imported.
     TF's Python logger at warnings without deprecation notices
     (`quiet_tensorflow_logger()` again after anything that resets it). What a user reads stays: the entry point's own
     lines (start-up summary, one progress line per loop, results, warnings).
+  * `missing_keras()`: what to install when TF >= 2.16 lacks tf-keras,
+    said in one line before an import fails deep inside the project.
 """
 
 import importlib.metadata
@@ -42,6 +44,63 @@ def select_keras():
   if 'TF_USE_LEGACY_KERAS' not in os.environ and (
       importlib.util.find_spec('tf_keras') is not None):
     os.environ['TF_USE_LEGACY_KERAS'] = '1'
+
+
+def missing_keras():
+  """What to install when this TensorFlow (>= 2.16) has no Keras 2 for
+  legacy model code (tf-keras, the project's tfNNN extra) and tf-keras is
+  not installed; None when nothing is missing. Reads package metadata
+  only, before TensorFlow is imported."""
+  version = _tensorflow_version()
+  if version is None or version < (2, 16):
+    return None
+  if importlib.util.find_spec('tf_keras') is not None:
+    return None
+  minor = f'{version[0]}.{version[1]}'
+  return (f'TensorFlow {minor} without tf-keras: legacy model code '
+          '(get_variable models under the tf2 runner, tf.compat.v1.layers, '
+          'the Estimator facade) needs Keras 2. Install the extra matching '
+          f'your TensorFlow: pip install "tpu-trainer[tf{version[0]}'
+          f'{version[1]}]" (or pip install "tf-keras~={minor}.0").')
+
+
+_program_name = []  # Set by the installed package's console scripts.
+HELP_FLAGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
+_OTHERS_FLAGS = ('absl.', 'tensorflow', 'tf_keras', 'keras')
+
+
+def set_program_name(name):
+  """The name the user typed (a console script's), for usage lines."""
+  _program_name[:] = [name]
+
+
+def program_name(default):
+  """The console script's name when one runs, else `default` (the
+  `python -m ...` form)."""
+  return _program_name[0] if _program_name else default
+
+
+def wants_help(argv):
+  """Whether argv asks for help (-h, --help, --helpshort, --helpfull)."""
+  return any(a in HELP_FLAGS for a in argv[1:])
+
+
+def print_help(argv, default_name, doc, flag_values):
+  """Prints `doc` (its `python -m` name replaced by the script's own), a
+  usage line naming the script, and the flags of the program's modules
+  (--helpfull: absl's and TensorFlow's too) on stdout; returns 0, the exit
+  status (absl's own --help exits 1 and lists only the main module's)."""
+  name = program_name(default_name)
+  full = '--helpfull' in argv[1:]
+  print(f'usage: {name} [--flag=value ...]\n')
+  print((doc or '').strip().replace(default_name, name) + '\n')
+  modules = flag_values.flags_by_module_dict()
+  for module in sorted(modules):
+    if full or not module.startswith(_OTHERS_FLAGS):
+      print(flag_values.module_help(module) + '\n')
+  if not full:
+    print(f'{name} --helpfull also lists absl\'s and TensorFlow\'s flags.')
+  return 0
 
 
 def wants_verbose(argv):

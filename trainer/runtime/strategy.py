@@ -2,6 +2,9 @@
 
   --tpu given            -> TPUStrategy (resolve with a deadline, connect,
                             initialize; same errors as the estimator runner)
+  TF_CONFIG with ps      -> ParameterServerStrategy (on the chief, the
+                            coordinator: trainer/runners/tf2/
+                            parameter_servers.py)
   TF_CONFIG, >1 workers  -> MultiWorkerMirroredStrategy
   several local devices  -> MirroredStrategy (--num_cpu_devices N splits the
                             CPU into N logical devices)
@@ -45,6 +48,10 @@ def make_strategy(params):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
+  tf_config.check_trainable_cluster()
+  if tf_config.has_ps():  # The chief: the coordinator (runners/tf2).
+    return (tf.distribute.experimental.ParameterServerStrategy(
+        tf_config.training_cluster_resolver()), 'parameter_server')
   if tf_config.cluster_workers() > 1:
     tf_config.configure_peer_timeout(params['peer_timeout_secs'])
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'
@@ -60,14 +67,17 @@ def make_strategy(params):
 
 def strategy_kind(strategy):
   """The runners' name for `strategy`'s kind: 'tpu', 'multi_worker_mirrored',
-  'mirrored', 'default' (the default strategy, none in scope), else its class
-  name (OneDeviceStrategy, a tf.compat.v1 or parameter-server strategy)."""
+  'mirrored', 'parameter_server' (TF2's), 'default' (the default strategy,
+  none in scope), else its class name (OneDeviceStrategy, a tf.compat.v1
+  parameter-server or central-storage strategy)."""
   if isinstance(strategy, tf.distribute.TPUStrategy):
     return 'tpu'
   if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
     return 'multi_worker_mirrored'
   if isinstance(strategy, tf.distribute.MirroredStrategy):
     return 'mirrored'
+  if isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy):
+    return 'parameter_server'  # TF2's (make_strategy's for a ps cluster).
   if (not tf.distribute.has_strategy() and
       strategy is tf.distribute.get_strategy()):
     return 'default'

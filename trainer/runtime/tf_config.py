@@ -12,7 +12,12 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from trainer.api import errors
 from trainer.compat import tf_private
+
+
+class UnsupportedClusterError(errors.TrainerError, NotImplementedError):
+  """A TF_CONFIG layout the runners of trainer.main cannot train on."""
 
 
 def cluster_workers(tf_config=None):
@@ -44,6 +49,63 @@ def is_chief_task(tf_config=None):
   return kind == 'worker' and index == 0 and not config['cluster'].get('chief')
 
 
+def _parsed(tf_config):
+  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+  return json.loads(raw) if raw else {}
+
+
+def has_ps(tf_config=None):
+  """Whether TF_CONFIG's cluster has "ps" tasks."""
+  return bool(_parsed(tf_config).get('cluster', {}).get('ps'))
+
+
+def task_type(tf_config=None):
+  """This task's type in TF_CONFIG (None without one)."""
+  return _parsed(tf_config).get('task', {}).get('type')
+
+
+def training_cluster_resolver(tf_config=None):
+  """A cluster resolver of TF_CONFIG's training tasks (chief, worker, ps):
+  the evaluator, which TFJob lists in every task's cluster, runs no server
+  (it evaluates on its own), so a strategy waiting for it would wait
+  forever."""
+  config = _parsed(tf_config)
+  cluster = {kind: tasks for kind, tasks in config.get('cluster', {}).items()
+             if kind != 'evaluator'}
+  task = config.get('task', {})
+  return tf.distribute.cluster_resolver.SimpleClusterResolver(
+      tf.train.ClusterSpec(cluster), task_type=task.get('type'),
+      task_id=int(task.get('index', 0)), rpc_layer='grpc')
+
+
+def check_trainable_cluster(tf_config=None):
+  """Raises UnsupportedClusterError, before any strategy or server exists,
+  for a TF_CONFIG cluster with "ps" tasks but no "chief": TF2's
+  ParameterServerStrategy needs a chief task to coordinate (TF_CONFIG as
+  TFJob writes it for Chief, Worker and PS replicas)."""
+  config = _parsed(tf_config)
+  cluster = config.get('cluster', {})
+  if cluster.get('ps') and not cluster.get('chief'):
+    raise UnsupportedClusterError(
+        f'TF_CONFIG cluster {sorted(cluster)}: with "ps" tasks, '
+        'trainer.main --runner=tf2 trains with tf.distribute.experimental.'
+        'ParameterServerStrategy, whose coordinator is the "chief" task: add '
+        'one (TFJob: a Chief replica), or run the program as an Estimator '
+        'program through `python -m trainer.legacy` (between-graph '
+        'replication, where worker 0 may lead; docs/cluster.md).')
+
+
+def check_no_ps(runner, tf_config=None):
+  """UnsupportedClusterError for a runner that does not train with
+  parameter servers, on a TF_CONFIG cluster with "ps" tasks."""
+  if has_ps(tf_config):
+    raise UnsupportedClusterError(
+        f'--runner={runner} does not train on a TF_CONFIG cluster with "ps" '
+        'tasks: use --runner=tf2 (ParameterServerStrategy with a '
+        'ClusterCoordinator), or drop the ps tasks (MultiWorkerMirrored'
+        'Strategy).')
+
+
 def task_index(tf_config=None):
   """This task's index in TF_CONFIG (0 without a cluster)."""
   raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
@@ -57,11 +119,15 @@ def configure_peer_timeout(timeout_secs, tf_config=None):
   sending heartbeats (killed, host lost) count as lost after `timeout_secs`,
   when the others' collectives fail (guard/peers.py names it). Call before
   the MultiWorkerMirroredStrategy is made; None or 0: TensorFlow's default
-  (10 s). True when it configured the job."""
+  (10 s). Only on a chief or worker task. True when it configured the job."""
   if not timeout_secs:
     return False
   raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
   if cluster_workers(raw) <= 1:
+    return False
+  # Only the chief and workers join the coordination service; an evaluator
+  # (which TFJob lists in every pod's cluster) must not register with it.
+  if json.loads(raw).get('task', {}).get('type') not in ('chief', 'worker'):
     return False
   cluster = tf.train.ClusterSpec(json.loads(raw)['cluster'])
   done = tf_private.configure_peer_heartbeat(cluster, timeout_secs)

@@ -63,6 +63,9 @@ def resolve_packaged_flagfiles(argv):
 def _run(module, flagfiles=True):
   if flagfiles:
     sys.argv[1:] = resolve_packaged_flagfiles(sys.argv[1:])
+  # Usage lines and --help name the script the user typed.
+  from tpu_trainer.trainer.runtime import startup  # pylint: disable=g-import-not-at-top
+  startup.set_program_name(os.path.basename(sys.argv[0]))
   runpy.run_module(f'tpu_trainer.{module}', run_name='__main__',
                    alter_sys=True)
 

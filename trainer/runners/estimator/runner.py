@@ -10,7 +10,8 @@ RunConfig would add.
 
 import tensorflow as tf
 
-from trainer.compat import estimator_calls
+from model_fn import layers
+from trainer.api import model_fns
 from trainer.compat import op_seeds
 from trainer.runners.estimator import loop_hooks as hooks
 from trainer.runtime import checkpoints
@@ -29,10 +30,31 @@ def with_derived_op_seeds(model_fn):
 
   def seeded_model_fn(features, labels, mode, params, config):
     with op_seeds.derived_op_seeds():
-      return estimator_calls.call_model_fn(model_fn, features, labels, mode,
-                                           params, config)
+      return model_fns.call_model_fn(model_fn, features, labels, mode,
+                                     params, config)
 
   return seeded_model_fn
+
+
+class _StepRecorder(tf.compat.v1.train.SessionRunHook):
+  """Records the loss and the selected variables after every step."""
+
+  def __init__(self, compared):
+    self._compared = compared
+    self.losses, self.weights = [], []
+
+  def begin(self):
+    v1 = tf.compat.v1
+    self._loss = v1.get_collection(v1.GraphKeys.LOSSES)[-1]
+    self._vars = {layers.variable_name(v): v for v in v1.global_variables()
+                  if self._compared(layers.variable_name(v), v)}
+
+  def before_run(self, run_context):
+    return tf.compat.v1.train.SessionRunArgs(self._loss)
+
+  def after_run(self, run_context, run_values):
+    self.losses.append(float(run_values.results))
+    self.weights.append(run_context.session.run(self._vars))
 
 
 class EstimatorRunner:
@@ -96,6 +118,15 @@ class EstimatorRunner:
                    policy, self._params['model_dir'],
                    listeners=[hooks.FiniteVariablesListener(policy)]),
                hooks.ProfilerHook(self._profile, self._steps_per_run())])
+
+  def observe_training(self, steps, compared):
+    """Trains to global step `steps`; (each step's loss, after each step
+    {TF1 name: value} of the variables `compared(name, variable)` selects).
+    """
+    recorder = _StepRecorder(compared)
+    self.estimator.train(self.input_fn('train'), max_steps=steps,
+                         hooks=[recorder])
+    return recorder.losses, recorder.weights
 
   def _steps_per_run(self):
     """Steps one session.run of TPUEstimator.train runs."""

@@ -36,11 +36,11 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-from model_fn.native import models
 from model_fn.native import optimization
 import tensorflow as tf
 from trainer import params as params_lib
 from trainer.api import errors
+from trainer.models import builtin
 from trainer.compat import tf_private
 from trainer.runtime import checkpoints
 
@@ -53,11 +53,10 @@ ADAM_POWERS = {'beta1_power': optimization.ADAM_BETA1,
 # products drift by ~1e-7 per step; an off-by-one step differs by >= 1e-3).
 ADAM_CORRECTION_RTOL = 1e-4
 CONVERSION_FILE = 'conversion.json'
-MODEL_KEYS = ('model', 'num_classes', 'image_size', 'image_channels',
-              'mlp_hidden_units', 'resnet_depth', 'resnet_stem', 'precision',
-              'optimizer',
+MODEL_KEYS = (('model', 'num_classes', 'image_size', 'image_channels') +
+              builtin.hyperparameter_keys() + ('precision', 'optimizer',
               'momentum', 'learning_rate', 'lr_schedule', 'warmup_steps',
-              'train_steps', 'lr_decay_steps', 'lr_decay_factor')
+              'train_steps', 'lr_decay_steps', 'lr_decay_factor'))
 
 
 class ConversionError(errors.TrainerError, ValueError):
@@ -89,8 +88,9 @@ def checkpoint_prefix(path):
 
 def native_state(params):
   """(model, optimizer, checkpoint root) of params, every variable made."""
-  params = dict(params, precision='float32')  # Variables are float32 anyway.
-  model = models.build_model(params)
+  # Variables are float32 anyway.
+  params = params_lib.replaced(params, precision='float32')
+  model = builtin.build_native_model(params)
   optimizer = optimization.make_optimizer(params)
   optimizer.build(model.trainable_variables)
   return model, optimizer, checkpoints.make_checkpoint(model, optimizer)
@@ -287,7 +287,9 @@ def format_rows(rows):
 def define_flags():
   """--checkpoint and --output, plus the trainer's flags (model flags)."""
   import flags as trainer_flags  # pylint: disable=g-import-not-at-top
+  from trainer.runners import registry as runners  # pylint: disable=g-import-not-at-top
   trainer_flags.define_flags()
+  runners.add_flag_validator()
   flags.DEFINE_string('checkpoint', None,
                       'TF1 checkpoint: a model_dir (its latest) or a prefix.')
   flags.DEFINE_string('output', None,
@@ -316,4 +318,8 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
+  if startup.wants_help(sys.argv):
+    sys.exit(startup.print_help(
+        sys.argv, 'python -m trainer.runners.native.convert', __doc__,
+        flags.FLAGS))
   app.run(main)

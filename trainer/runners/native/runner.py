@@ -34,12 +34,12 @@ import time
 
 from absl import logging
 from model_fn.native import classifier
-from model_fn.native import models
 from model_fn.native import optimization
 import orbit
 import tensorflow as tf
 from trainer import params as params_lib
 from trainer.compat import op_seeds
+from trainer.models import builtin
 from trainer.guard import nonfinite
 from trainer.runners.native import summaries as native_summaries
 from trainer.runners.native import training
@@ -134,7 +134,7 @@ class NativeRunner:
         params['log_step_count_steps'])
     op_seeds.set_global_seed(params['seed'])
     with self.strategy.scope():
-      self.model = models.build_model(params)
+      self.model = builtin.build_native_model(params)
       self.optimizer = optimization.make_optimizer(params)
       self.optimizer.build(self.model.trainable_variables)
     self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer)
@@ -264,6 +264,18 @@ class NativeRunner:
       n = min(self._params['iterations_per_loop'], num_steps - len(losses))
       losses.extend(self.train_loop(n).tolist())
     return losses
+
+  def observe_training(self, steps, compared):
+    """Trains `steps` steps one at a time; (each step's loss, after each
+    step {TF1 name: value} of the variables `compared(name, variable)`
+    selects)."""
+    variables = {n: v for n, v in self.model.tf1_variables().items()
+                 if compared(n, v)}
+    losses, weights = [], []
+    for _ in range(steps):
+      losses.append(float(self.train_steps(1)[0]))
+      weights.append({n: v.numpy() for n, v in variables.items()})
+    return losses, weights
 
   def train(self, to_step):
     """Trains until global_step reaches `to_step`, as the loop policy says

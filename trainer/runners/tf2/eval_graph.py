@@ -208,15 +208,22 @@ def _device(name):
 class EvalGraph:
   """One trace of `replica_fn` on every replica; update() and values()."""
 
-  def __init__(self, strategy, replica_fn, spec, run_replicas=None):
+  def __init__(self, strategy, replica_fn, spec, run_replicas=None,
+               variable_scope=contextlib.nullcontext):
     """replica_fn(features, labels, replica) -> (fetches, updates, values):
     what a batch fetches (a structure of tensors), the ops it runs, and the
     {name: tensor} read once at the end; called in each replica's context.
     spec: the TypeSpec structure of a batch (joined_spec). run_replicas(fn,
-    args): how to run fn on every replica (default strategy.run)."""
+    args): how to run fn on every replica (default strategy.run).
+    variable_scope(): a variable-creator scope, entered in the trace, that
+    returns the variables the step uses, which exist (a trace that made
+    them ran first): wrap_function holds every variable its trace makes by
+    the name asked for, and two Keras metrics of one class both ask for
+    'total' (the second gets 'total_1'), which it refuses."""
     self._strategy = strategy
     self._run_replicas = run_replicas or (
         lambda fn, args: strategy.run(fn, args=args))
+    self._variable_scope = variable_scope
     self._replica_fn = replica_fn
     self._spec = spec
     self._flat_spec = tf.nest.flatten(spec, expand_composites=True)
@@ -248,8 +255,10 @@ class EvalGraph:
     batch = tf.nest.pack_sequence_as(self._spec, list(flat),
                                      expand_composites=True)
     features, labels = model_fn_adapter.features_labels(batch)
-    self._run_replicas(tf.autograph.experimental.do_not_convert(self._record),
-                       (features, labels))
+    with self._variable_scope():
+      self._run_replicas(
+          tf.autograph.experimental.do_not_convert(self._record),
+          (features, labels))
     return []
 
   def _record(self, features, labels):

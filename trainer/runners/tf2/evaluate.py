@@ -114,17 +114,19 @@ class _OneDeviceSteps:
         1 if self._per_replica else runner.num_replicas)
     run_replicas = functools.partial(runner.module.run_replicas,
                                      self._strategy)
+
+    def make_graph():  # The module finds the variables inside the trace.
+      with self._strategy.scope():
+        return eval_graph.EvalGraph(
+            self._strategy, evaluation.replica_fetches, spec, run_replicas,
+            variable_scope=runner.module.creation_scope)
+
     try:  # Variables made in an earlier trace (training's, an evaluation's).
-      with eval_graph.no_new_variables(), runner.scope():
-        self._graph = eval_graph.EvalGraph(self._strategy,
-                                           evaluation.replica_fetches, spec,
-                                           run_replicas)
+      with eval_graph.no_new_variables():
+        self._graph = make_graph()
     except eval_graph.NewVariableError:
       self._make_variables(spec)
-      with runner.scope():
-        self._graph = eval_graph.EvalGraph(self._strategy,
-                                           evaluation.replica_fetches, spec,
-                                           run_replicas)
+      self._graph = make_graph()
 
   def _batches(self, element):
     if self._per_replica:

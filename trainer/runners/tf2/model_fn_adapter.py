@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from model_fn import layers
 from trainer.api import errors
+from trainer.api import model_fns
 from trainer.compat import checkpoint_init
 from trainer.compat import estimator_calls
 from trainer.compat import graph_collections
@@ -105,7 +106,13 @@ def add_to_collections(variable, kwargs, graph=None):
 
 def _collecting_getter(getter, *args, names=None, **kwargs):
   """get_variable custom getter: adds what it returns to the collections
-  (and its name to `names`)."""
+  (and its name to `names`). A partitioner is dropped, as a TF1 graph in
+  the scope of the strategies this runner runs (MirroredStrategy, TPU,
+  multi-worker) drops it: they make no partitioned variables."""
+  if kwargs.pop('partitioner', None) is not None:
+    _v1.logging.log_first_n(
+        _v1.logging.WARN, 'Partitioned variables are disabled when using '
+        'current tf.distribute.Strategy.', 1)
   trainable = _is_trainable(kwargs)
   aggregation = kwargs.get('aggregation') or _NONE
   if not trainable and aggregation == _NONE:
@@ -189,7 +196,7 @@ class ModelFnModule(tf.Module):
         # step in the model_fn give its value at the step's start, as in TF1.
         global_step, read = _global_step_read()
         with tf1_semantics.reads_at_step_start(global_step, read):
-          return estimator_calls.call_model_fn(
+          return model_fns.call_model_fn(
               self._model_fn, features, labels, mode, params, self._config)
 
   @property

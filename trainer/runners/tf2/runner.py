@@ -32,6 +32,7 @@ from absl import logging
 import tensorflow as tf
 
 from trainer.api import estimator_names as estimator_compat
+from trainer.compat import collective_keys
 from trainer.compat import estimator_calls
 from trainer.compat import op_seeds
 from trainer.runners.tf2 import evaluate
@@ -86,6 +87,8 @@ class Tf2Runner:
     op_seeds.set_global_seed(params['seed'])
     self.strategy, self.strategy_kind = strategy or (
         strategy_lib.make_strategy(params))
+    # Another MirroredStrategy of this process may have used its keys.
+    collective_keys.use_own_keys(self.strategy)
     self.jit = strategy_lib.choose_jit(self.strategy_kind,
                                        params['jit_compile'])
     self.num_replicas = self.strategy.num_replicas_in_sync
@@ -96,7 +99,8 @@ class Tf2Runner:
         raise ValueError(f'--{key}={params[key]} must be divisible by the '
                          f'{self.num_replicas} replicas of the tf2 runner.')
     self.model_dir = params['model_dir']
-    if not tf_config.is_chief_task():  # Keeps its own copy, apart.
+    if not tf_config.is_chief_task() and (  # Keeps its own copy, apart;
+        tf_config.task_type() != 'evaluator'):  # a sidecar reads model_dir.
       self.model_dir = os.path.join(params['model_dir'],
                                     f'worker-{tf_config.task_index()}')
     with self.strategy.scope():
@@ -187,6 +191,20 @@ class Tf2Runner:
     """{TF1 name: numpy value} of every checkpointed variable so far."""
     return {name: v.numpy()
             for name, v in self.module.variables_by_name().items()}
+
+  def observe_training(self, steps, compared):
+    """Trains `steps` steps one at a time; (each step's loss, after each
+    step {TF1 name: value} of the variables `compared(name, variable)`
+    selects)."""
+    losses, weights, names = [], [], None
+    for _ in range(steps):
+      losses.append(float(self.train_steps(1)[0]))
+      if names is None:
+        names = {n for n, v in self.module.variables_by_name().items()
+                 if compared(n, v)}
+      values = self.variables()
+      weights.append({n: values[n] for n in names})
+    return losses, weights
 
   def save_checkpoint(self):
     """Writes model_dir/model.ckpt-STEP now; returns its prefix."""

@@ -1,6 +1,7 @@
 """The TensorBoard summaries Estimator writes, written the same way here.
 
-Training: Estimator adds a `loss` scalar summary after the model_fn, a
+Training: Estimator adds a `loss` scalar summary after the model_fn
+(unless the model_fn made one, as a head does), a
 SummarySaverHook (every save_summary_steps, the merged summaries) and a
 StepCounterHook (`global_step/sec` every log_step_count_steps) writing to
 model_dir. `training_hooks` makes the same hooks, of TF's own classes, for
@@ -69,6 +70,13 @@ def _summary_writer_ops():
           if _WRITER_OPS.match(op.type)]
 
 
+def _has_loss_summary():
+  """Whether the model_fn made a summary named `loss` at the graph's root
+  (a head does): Estimator then adds none of its own."""
+  return any(summary.op.name == 'loss'
+             for summary in _v1.get_collection(_v1.GraphKeys.SUMMARIES))
+
+
 def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps,
                    compiled=False):
   """Estimator's default summary hooks; call in the traced step after the
@@ -91,7 +99,8 @@ def training_hooks(loss, model_dir, save_summary_steps, log_step_count_steps,
   if save_summary_steps and compiled:
     hooks.append(LossSummaryHook(loss, save_summary_steps, model_dir))
   elif save_summary_steps:
-    _v1.summary.scalar('loss', loss)
+    if not _has_loss_summary():  # As Estimator: the model_fn made none.
+      _v1.summary.scalar('loss', loss)
     summary_op = _v1.summary.merge_all()
     if summary_op is not None:  # None where TF skips summaries (replicas).
       hooks.append(_v1.train.SummarySaverHook(

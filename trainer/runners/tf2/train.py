@@ -20,6 +20,10 @@ input_fn anew, as Estimator does. After each loop, on the host:
     the loop;
     CheckpointSaverListeners are called around each checkpoint and a
     CheckpointSaverHook sets the call's cadence (checkpoint_listeners.py).
+Under ParameterServerStrategy (a TF_CONFIG cluster with ps tasks) the chief
+coordinates: each loop's steps are shared between the workers, each share a
+call of the loop function scheduled on a worker, on that worker's input
+(parameter_servers.py); the rest happens on the chief as above.
 The end of the input ends training as in Estimator: the loop takes each
 batch with get_next_as_optional, stops early when there is none, and
 training stops there with a checkpoint. The step's first trace is checked
@@ -42,6 +46,7 @@ from trainer.runners.tf2 import graph_check
 from trainer.runners.tf2 import host_graph
 from trainer.runners.tf2 import model_fn_adapter
 from trainer.runners.tf2 import name_checkpoints
+from trainer.runners.tf2 import parameter_servers
 from trainer.runners.tf2 import scaffold as scaffold_lib
 from trainer.runners.tf2 import session_hooks as hooks_lib
 from trainer.runners.tf2 import summaries
@@ -167,7 +172,7 @@ class Training:
     spec's Scaffold says), then the loop function."""
     runner = self._runner
     strategy = runner.strategy
-    self._iterator = iter(runner.dataset(_TRAIN, input_fn))
+    self._iterator = self._new_iterator(input_fn)
     def make_step():  # A compiled step traces once: one per trace here.
       step = model_fn_adapter.plain(self._replica_step)
       if runner.jit:
@@ -183,7 +188,10 @@ class Training:
     self._hooks_in_trace = False  # Hooks begin once the session exists.
     with self._scope():
       tf.function(lambda iterator: run_step(next(iterator)),
-                  autograph=False).get_concrete_function(self._iterator)
+                  autograph=False).get_concrete_function(
+                      parameter_servers.traceable(self._iterator))
+    if parameter_servers.coordinator_of(strategy) is not None:
+      parameter_servers.describe_placement(runner.module)
     scaffold = runner.load(self._spec)  # Its ScaffoldError first.
     runner.checkpoints.keep_at_most(scaffold_lib.checkpoints_to_keep(
         scaffold, runner._params['keep_checkpoint_max']))  # pylint: disable=protected-access
@@ -229,9 +237,20 @@ class Training:
 
     self._loop = tf.function(train_loop, autograph=False)
     with self._scope():  # Traced now, so the hooks see the loop's graph.
-      self._loop.get_concrete_function(self._iterator, tf.constant(1))
+      self._loop.get_concrete_function(
+          parameter_servers.traceable(self._iterator), tf.constant(1))
     self._checks.check(_TRAIN)
     runner.module.checkpoint_inits.take()  # Applied (or not) by the load.
+
+  def _new_iterator(self, input_fn):
+    """An iterator of the input_fn's distributed dataset: this process's,
+    or, under a ClusterCoordinator, one on each worker."""
+    runner = self._runner
+    coordinator = parameter_servers.coordinator_of(runner.strategy)
+    if coordinator is None:
+      return iter(runner.dataset(_TRAIN, input_fn))
+    return iter(coordinator.create_per_worker_dataset(
+        lambda: runner.dataset(_TRAIN, input_fn)))
 
   def _ensure_built(self, input_fn, hooks):
     """Builds the loop for this input_fn and these hooks, or starts a new
@@ -242,7 +261,7 @@ class Training:
       self._build(input_fn)
       self._built_for = (input_fn, tuple(hooks))
     else:
-      self._iterator = iter(runner.dataset(_TRAIN, input_fn))
+      self._iterator = self._new_iterator(input_fn)
       if self._hooks:  # Fresh hook state, as in a new Estimator.train().
         self._hooks.restart()
       if runner.stale:  # An evaluation loaded other weights: come back.
@@ -274,8 +293,8 @@ class Training:
     first_step = self._runner.global_step()
     self._profile.before_steps(first_step, num_steps)
     with self._scope():
-      losses, host_values, hook_values = self._loop(self._iterator,
-                                                    tf.constant(num_steps))
+      losses, host_values, hook_values = parameter_servers.run_loop(
+          self._runner.strategy, self._loop, self._iterator, num_steps)
     losses = losses.numpy()
     self._profile.after_steps(self._runner.global_step())
     self._run_host_calls([v.numpy() for v in host_values])

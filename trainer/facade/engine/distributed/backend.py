@@ -15,7 +15,8 @@ model_fn / input_fn (Estimator's calling conventions) and these settings:
       (0 for Estimator, whose input_fn batches itself);
   the strategy <- RunConfig.train_distribute / eval_distribute, else a
       TPUStrategy on RunConfig.cluster (use_tpu), else the runner's choice
-      (TF_CONFIG -> MultiWorkerMirrored, local devices otherwise).
+      (the local devices: a TF_CONFIG cluster without a strategy trains on
+      the graph engine, by between-graph replication, as Estimator).
 Everything else (hooks, listeners, checkpoint cadence, the end of the
 input, eval events, Scaffold, export signatures) is the runner's.
 """
@@ -71,13 +72,21 @@ class Model:
     return self.config.model_dir
 
 
-def _check_cluster(config):
+def _check_cluster(config, mode):
+  """What the tf2 runner cannot run, refused before it starts, by name. A
+  TF_CONFIG cluster with ps tasks, and train_distribute parameter-server
+  strategies, train on the graph engine (estimator.py); they reach here
+  only combined with a strategy the graph engine does not run."""
   if run_config.training_cluster(config)[1]:
+    strategy = config.train_distribute if mode == ModeKeys.TRAIN else (
+        config.eval_distribute)
     raise NotImplementedError(
-        'Parameter-server training (TF_CONFIG names "ps" tasks) is not '
-        'supported by trainer.legacy: the tf2 runner trains with '
-        'MultiWorkerMirroredStrategy; give TF_CONFIG "chief"/"worker" tasks '
-        'only.')
+        f'RunConfig({"train" if mode == ModeKeys.TRAIN else "eval"}_'
+        f'distribute={type(strategy).__name__}) on a TF_CONFIG cluster with '
+        '"ps" tasks is not supported by trainer.legacy: train there without '
+        'a strategy (between-graph replication, variables on the ps tasks) '
+        'or with tf.compat.v1.distribute.experimental.ParameterServerStrategy'
+        '; evaluate without eval_distribute.')
   if config.device_fn is not None:
     raise NotImplementedError(
         'RunConfig(device_fn=...) is not supported by trainer.legacy: the '
@@ -158,7 +167,7 @@ class Backend:
   def _runner(self, mode, input_fn=None, train_steps=None):
     """A Tf2Runner for one call in `mode`, and its RunnerFns."""
     config = self.model.config
-    _check_cluster(config)
+    _check_cluster(config, mode)
     fns = runner_fns.RunnerFns(self.model, input_fn)
     runner = tf2_runner.Tf2Runner(
         self._params(mode, train_steps), fns.model_fn,
@@ -178,18 +187,18 @@ class Backend:
     runner, _ = self._runner(specs.ModeKeys.TRAIN, input_fn, to_step)
     # Under a strategy TensorFlow may take SIGTERM over (multi-worker): the
     # runner stops at a loop's end with a checkpoint, every worker at the
-    # same step, and the program exits 143 as SIGTERM would have ended it.
-    with preemption.handling_sigterm():
+    # same step, and the program exits 143 (130 for SIGINT).
+    with preemption.handling_signals():
       try:
         loss = runner.train(to_step, hooks=hooks, saving_listeners=listeners)
       except nonfinite.NonFiniteLossError as e:
         raise hooks_lib.NanLossDuringTrainingError() from e
       if preemption.requested():
-        logging.warning('Preempted (SIGTERM): stopped at step %d with a '
-                        'checkpoint in %s; exiting with status %d.',
-                        runner.global_step(), self.model.model_dir,
-                        preemption.EXIT_STATUS)
-        raise SystemExit(preemption.EXIT_STATUS)
+        logging.warning('%s Exiting with status %d.',
+                        preemption.stopped_message(runner.global_step(),
+                                                   self.model.model_dir),
+                        preemption.exit_status())
+        raise SystemExit(preemption.exit_status())
     return loss
 
   def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):

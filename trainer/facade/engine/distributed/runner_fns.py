@@ -20,6 +20,7 @@ import types
 
 import tensorflow as tf
 
+from trainer.api import model_fns
 from trainer.api import specs
 from trainer.compat import estimator_calls
 
@@ -111,8 +112,8 @@ class RunnerFns:
       if batch is not None:
         user_params['batch_size'] = batch
       user_params['use_tpu'] = params['use_tpu']
-    spec = estimator_calls.call_model_fn(model.model_fn, features, labels,
-                                         mode, user_params, model.config)
+    spec = model_fns.call_model_fn(model.model_fn, features, labels,
+                                   mode, user_params, model.config)
     if mode == specs.ModeKeys.PREDICT:
       self.predictions_are_dict = isinstance(
           getattr(spec, 'predictions', None), dict)

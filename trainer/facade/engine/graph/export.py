@@ -65,6 +65,20 @@ def _export_all(program, export_dir_base, input_receiver_fn_map,
   utils = tf_private.export_utils()
   export_dir = utils.get_timestamped_export_dir(export_dir_base)
   temp_dir = utils.get_temp_export_dir(export_dir)
+  try:
+    _build(program, temp_dir, input_receiver_fn_map, assets_extra, as_text,
+           checkpoint_path, strip_default_attrs)
+  except BaseException:
+    if _v1.gfile.Exists(temp_dir):  # Never leave a half-written export.
+      _v1.gfile.DeleteRecursively(temp_dir)
+    raise
+  _v1.gfile.Rename(temp_dir, export_dir)
+  return export_dir
+
+
+def _build(program, temp_dir, input_receiver_fn_map, assets_extra, as_text,
+           checkpoint_path, strip_default_attrs):
+  """Writes the whole SavedModel into temp_dir."""
   builder = _v1.saved_model.Builder(temp_dir)
   save_variables = True
   for mode in (specs.ModeKeys.TRAIN, specs.ModeKeys.EVAL,
@@ -85,8 +99,6 @@ def _export_all(program, export_dir_base, input_receiver_fn_map,
       target = os.path.join(extra, tf.compat.as_bytes(relative))
       _v1.gfile.MakeDirs(os.path.dirname(target))
       _v1.gfile.Copy(source, target)
-  _v1.gfile.Rename(temp_dir, export_dir)
-  return export_dir
 
 
 def _add_meta_graph(program, builder, receiver_fn, checkpoint_path,

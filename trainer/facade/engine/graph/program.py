@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
+from trainer.api import model_fns
 from trainer.api import specs
 from trainer.compat import estimator_calls
 from trainer.compat import tf_private
@@ -146,9 +147,9 @@ class Program:
         params['batch_size'] = self.tpu.batch_size(mode)
       params['use_tpu'] = use_tpu
     tf.compat.v1.logging.info('Calling model_fn.')
-    spec = estimator_calls.call_model_fn(self.model_fn, features, labels,
-                                         mode, params,
-                                         config or self.user_config())
+    spec = model_fns.call_model_fn(self.model_fn, features, labels,
+                                   mode, params,
+                                   config or self.user_config())
     tf.compat.v1.logging.info('Done calling model_fn.')
     if self.tpu is not None:
       if is_tpu_estimator_spec(spec):

@@ -14,7 +14,9 @@ session (tensorflow.python.training.training.MonitoredTrainingSession)
 writes summaries every save_summary_steps and global_step/sec every
 log_step_count_steps, except in a master+worker cluster, where worker 0
 writes them. The loop runs [train_op, loss] until a hook stops it or the
-input ends.
+input ends. On a task of a cluster with ps tasks, session.master is the
+task's server and a ps that stays unreachable ends the task
+(cluster.watching_ps_tasks).
 """
 
 import tensorflow as tf
@@ -22,6 +24,7 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import facade_private
 from trainer.compat import tf_private
+from trainer.facade.engine.graph import cluster
 from trainer.facade.engine.graph import inputs
 from trainer.facade.engine.graph import program as program_lib
 
@@ -40,8 +43,8 @@ def train(program, input_fn, hooks, saving_listeners):
         program.call_input_fn(input_fn, specs.ModeKeys.TRAIN))
     spec = program.call_model_fn(features, labels, specs.ModeKeys.TRAIN)
     global_step = _v1.train.get_global_step(graph)
-    return _train_with_spec(program, spec, list(input_hooks), list(hooks),
-                            global_step, list(saving_listeners))
+    return train_with_spec(program, spec, list(input_hooks), list(hooks),
+                           global_step, list(saving_listeners))
 
 
 def _maybe_warm_start(program):
@@ -57,8 +60,12 @@ def _master_worker_cluster(config):
   return 'worker' in jobs and 'master' in jobs
 
 
-def _train_with_spec(program, spec, worker_hooks, hooks, global_step,
-                     saving_listeners):
+def train_with_spec(program, spec, worker_hooks, hooks, global_step,
+                    saving_listeners, session_checkpoints=False):
+  """Runs the training loop of a TRAIN spec built in the default graph (see
+  the module docstring); session_checkpoints: the MonitoredTrainingSession
+  itself checkpoints at the RunConfig's cadence, without listeners, as
+  Estimator trains under MultiWorkerMirroredStrategy. The last loss."""
   config = program.config
   _maybe_warm_start(program)
   if not any(s.op.name == 'loss'
@@ -77,6 +84,14 @@ def _train_with_spec(program, spec, worker_hooks, hooks, global_step,
         sharded=True, max_to_keep=config.keep_checkpoint_max,
         keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
         defer_build=True, save_relative_paths=True))
+
+  if session_checkpoints:
+    return _run(spec, _session(
+        program, spec, worker_hooks, tuple(spec.training_chief_hooks),
+        save_checkpoint_secs=config.save_checkpoints_secs,
+        save_checkpoint_steps=config.save_checkpoints_steps,
+        save_summaries_steps=config.save_summary_steps,
+        log_step_count_steps=config.log_step_count_steps))
 
   chief_hooks = []
   all_hooks = worker_hooks + list(spec.training_chief_hooks)
@@ -113,16 +128,29 @@ def _train_with_spec(program, spec, worker_hooks, hooks, global_step,
             every_n_steps=config.log_step_count_steps,
             output_dir=config.model_dir))
 
-  session = tf_private.training_module().MonitoredTrainingSession(
+  with cluster.watching_ps_tasks(config):
+    return _run(spec, _session(
+        program, spec, worker_hooks,
+        tuple(chief_hooks) + tuple(spec.training_chief_hooks),
+        save_checkpoint_secs=0, save_summaries_steps=save_summary_steps,
+        log_step_count_steps=log_step_count_steps))
+
+
+def _session(program, spec, hooks, chief_only_hooks, **cadence):
+  """Estimator's MonitoredTrainingSession on RunConfig.master."""
+  config = program.config
+  cluster.check_master(config)
+  return tf_private.training_module().MonitoredTrainingSession(
       master=config.master, is_chief=config.is_chief,
       checkpoint_dir=program.model_dir, scaffold=spec.scaffold,
-      hooks=worker_hooks,
-      chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
-      save_checkpoint_secs=0, save_summaries_steps=save_summary_steps,
+      hooks=hooks, chief_only_hooks=chief_only_hooks,
       config=program.session_config,
       max_wait_secs=config.session_creation_timeout_secs,
-      log_step_count_steps=log_step_count_steps,
-      save_graph_def=config.checkpoint_save_graph_def)
+      save_graph_def=config.checkpoint_save_graph_def, **cadence)
+
+
+def _run(spec, session):
+  """Runs [train_op, loss] until the session stops; the last loss."""
   loss, steps = None, 0
   with session as mon_sess:
     while not mon_sess.should_stop():

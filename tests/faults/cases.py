@@ -1,0 +1,234 @@
+"""The fault-injection table: each case, the paths it is run on, the exit
+status and the line a user reads, and the test that checks it.
+
+The tests take their expected status and message from here, and
+robustness_doc_test checks that docs/robustness.md's table is this one, so
+the document, the expectations and the tests cannot drift apart.
+
+A message is the text after the entry point's prefix (`error: ` for
+trainer.main, `trainer.legacy: error: ` for the launcher, which also
+prefixes its stop lines with `trainer.legacy: `), with {NAME} for what
+varies from run to run.
+"""
+
+import collections
+import re
+
+BOTH = ('main', 'launcher')
+Case = collections.namedtuple(
+    'Case', ['key', 'title', 'paths', 'exit', 'message', 'tests',
+             'guaranteed'])
+
+CASES = [
+    Case('second-job', 'two jobs on one model_dir at once', BOTH, '1',
+         'error: --model_dir={MODEL_DIR} is in use by another trainer (pid '
+         '{PID} on {HOST}, started {TIME}; lock {LOCK}). Stop it or use '
+         'another --model_dir.',
+         ['faults/jobs_test.py::test_a_second_job_on_one_model_dir_is_refused',
+          'faults/guard_test.py::test_a_second_chief_is_refused'],
+         'the second writes nothing and exits within seconds; the first trains'
+         ' on'),
+    Case('stale-lock', 'a stale lock (its holder SIGKILLed)', BOTH, '0',
+         'model_dir {MODEL_DIR}: taking over the lock left by pid {PID} on '
+         '{HOST} (started {TIME}), which is no longer running.',
+         ['faults/restart_test.py::test_signals_and_kills_then_restart',
+          'faults/model_dir_lock_test.py::'
+          'test_a_stale_lock_is_taken_over_with_one_warning'],
+         'the restart takes the lock over and resumes; nothing waits on a dead'
+         ' process'),
+    Case('evaluator-not-blocked', 'an evaluator, worker or ps of the job '
+         'while the chief trains', ('launcher',), '-',
+         'never locks, never blocked',
+         ['faults/guard_test.py::test_other_tasks_never_lock_nor_recover'],
+         'the chief alone locks and recovers; other tasks start and run as '
+         'before'),
+    Case('sigterm', 'SIGTERM mid-training', BOTH, '143',
+         'Preempted (SIGTERM): stopped at step {STEP} with a checkpoint in '
+         '{MODEL_DIR}; run the same command again to continue.',
+         ['faults/restart_test.py::test_signals_and_kills_then_restart',
+          'faults/replicas_test.py::'
+          'test_two_replicas_stop_on_signals_and_restart'],
+         'a checkpoint at the step reported; the same command continues from '
+         'it'),
+    Case('sigint', 'SIGINT (Ctrl-C) mid-training', BOTH, '130',
+         'Interrupted (SIGINT): stopped at step {STEP} with a checkpoint in '
+         '{MODEL_DIR}; run the same command again to continue.',
+         ['faults/restart_test.py::test_signals_and_kills_then_restart',
+          'faults/replicas_test.py::'
+          'test_two_replicas_stop_on_signals_and_restart'],
+         'a checkpoint at the step reported; the same command continues from '
+         'it'),
+    Case('second-signal', 'a second SIGINT / SIGTERM, also during a long '
+         'step', BOTH, '130 / 143',
+         'SIGINT again: exiting at once, without a checkpoint of the running '
+         'step (the latest checkpoint stays).',
+         ['faults/signals_test.py::'
+          'test_a_second_signal_ends_a_long_step_at_once',
+          'faults/restart_test.py::test_signals_and_kills_then_restart'],
+         'the process ends at once; the latest checkpoint stays and loads'),
+    Case('sigkill', 'SIGKILL at start-up, mid-step, mid-save, mid-eval, '
+         'mid-export; then a restart', BOTH, '0',
+         '(the restart) reaches the final step; every checkpoint left loads; '
+         'final metrics equal an uninterrupted run',
+         ['faults/restart_test.py::test_signals_and_kills_then_restart'],
+         'no checkpoint lost or corrupted; the restart reaches the final '
+         "step with the uninterrupted run's metrics"),
+    Case('truncated-checkpoint', "newest checkpoint's .data file truncated",
+         BOTH, '0',
+         'model_dir {MODEL_DIR}: incomplete checkpoint {CKPT} ({DATA} has '
+         '{N} of the {M} bytes its index lists (cut short)) moved aside to '
+         '{MODEL_DIR}/corrupt-{TIME}/; resuming from the newest complete '
+         'checkpoint, {PREVIOUS}.',
+         ['faults/resume_test.py::'
+          'test_a_truncated_newest_checkpoint_is_moved_aside',
+          'faults/checkpoints_test.py::'
+          'test_a_truncated_newest_checkpoint_is_moved_aside'],
+         'the broken checkpoint moved aside, never deleted; training resumes '
+         'from the newest complete one'),
+    Case('missing-checkpoint', '`checkpoint` file names a missing '
+         'checkpoint', BOTH, '0',
+         'model_dir {MODEL_DIR}: the checkpoint state named {CKPT}, which is '
+         'not there; resuming from the newest complete checkpoint, '
+         '{PREVIOUS}.',
+         ['faults/resume_test.py::'
+          'test_a_state_naming_a_missing_checkpoint_falls_back'],
+         'training resumes from the newest complete checkpoint'),
+    Case('full-disk', 'model_dir on a full disk (3 MiB tmpfs)', BOTH, '1',
+         'error: cannot write to model_dir {MODEL_DIR}: No space left on '
+         'device (ENOSPC, saving checkpoint {CKPT}). The last complete '
+         'checkpoint, {PREVIOUS}, is kept and loads. To continue, free space '
+         'there or use a model_dir on a disk with room, then run the same '
+         'command again.',
+         ['faults/storage_test.py::test_full_disk',
+          'faults/storage_test.py::'
+          'test_a_save_on_a_full_disk_keeps_the_last_checkpoint'],
+         'the previous checkpoint stays the latest and loads; no temporary '
+         'file left'),
+    Case('truncated-tfrecord', 'a TFRecord shard cut in half', BOTH, '1',
+         'error: Truncated TFRecord file: {FILE} is cut short: the record at '
+         'byte {OFFSET} needs {N} bytes, the file has {M} left ({K} complete '
+         'records before it). TensorFlow would read the records before the '
+         'cut and drop the rest without a word. Replace the file, or pass '
+         '--skip_corrupt_records{TO_THE_LAUNCHER} to use the records before '
+         'the cut on purpose.',
+         ['faults/data_test.py::'
+          'test_a_cut_training_file_fails_before_training',
+          'faults/data_test.py::test_the_input_pipeline_refuses_a_cut_file'],
+         'nothing trains on a file cut short unless asked to'),
+    Case('cpu-fallback', '--cpu_fallback, the program\'s own '
+         '--use_tpu=True wrapping CrossShardOptimizer, summing with '
+         'cross_replica_sum', ('launcher',), '0',
+         '(trains as on one TPU core: the same metrics as --use_tpu=False)',
+         ['faults/cpu_fallback_test.py::'
+          'test_cross_shard_optimizer_runs_as_one_replica',
+          'faults/cpu_fallback_test.py::'
+          'test_one_core_collectives_are_the_identity'],
+         'the same metrics as --use_tpu=False'),
+    Case('cpu-fallback-tpu-only', '--cpu_fallback, the program\'s own '
+         '--use_tpu=True calling a TPU-only function (tf.tpu.rewrite, shard, '
+         'replicate, ...)', ('launcher',), '1',
+         'error: the program calls {CALL}, which only a TPU can run; with '
+         '--cpu_fallback and no TPU it runs on the CPU as one TPU core. Run '
+         'the program with its own --use_tpu=False (its flag for training '
+         'without a TPU), or on a TPU.',
+         ['faults/cpu_fallback_test.py::'
+          'test_a_tpu_only_call_fails_before_training',
+          'faults/cpu_fallback_test.py::'
+          'test_calls_without_a_one_core_meaning_are_refused'],
+         'nothing trained or written'),
+    Case('read-only', 'read-only model_dir', BOTH, '1',
+         'error: cannot write to model_dir {MODEL_DIR}: Read-only file '
+         'system (EROFS, writing {MODEL_DIR}/.trainer.lock). No checkpoint '
+         'was written. To continue, use a model_dir on a writable file '
+         'system, then run the same command again.',
+         ['faults/storage_test.py::test_read_only_model_dir'],
+         'nothing written; the directory untouched'),
+    Case('gcs-offline', 'gs:// model_dir without network', BOTH, '1',
+         'error: cannot reach model_dir {MODEL_DIR}: Error executing an HTTP '
+         'request: {DETAIL}. Check the network and the credentials for this '
+         'storage (for gs://: gcloud auth application-default login, or '
+         'GOOGLE_APPLICATION_CREDENTIALS), or use a local model_dir.',
+         ['faults/storage_test.py::test_gcs_model_dir_without_network',
+          'faults/storage_test.py::test_storage_out_of_reach_is_named'],
+         'nothing written'),
+    Case('dangling-symlink', 'a dangling symlink among the data files', BOTH,
+         '1',
+         'error: {WHAT} {FILE} is a symbolic link to {TARGET}, which does '
+         'not exist: fix the link or remove it.',
+         ['faults/misuse_test.py::'
+          'test_a_dangling_symlink_among_the_data_files'],
+         'nothing trained or written'),
+    Case('dict-model-fn', 'a model_fn that returns a dict', BOTH, '1',
+         'error: {WHICH} returned {WHAT}: return '
+         'tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, ...) '
+         'from it (tf.compat.v1.estimator.tpu.TPUEstimatorSpec under '
+         'TPUEstimator).',
+         ['faults/misuse_test.py::test_a_model_fn_returning_a_dict'],
+         'nothing trained or written'),
+    Case('no-tf-keras', 'the tf-keras extra missing (TF >= 2.16)', BOTH, '1',
+         'error: TensorFlow {VERSION} without tf-keras: legacy model code '
+         '(get_variable models under the tf2 runner, tf.compat.v1.layers, '
+         'the Estimator facade) needs Keras 2. Install the extra matching '
+         'your TensorFlow: pip install "tpu-trainer[{EXTRA}]" (or pip '
+         'install "tf-keras~={VERSION}.0").',
+         ['faults/misuse_test.py::test_the_tf_keras_extra_missing'],
+         'nothing imported, trained or written'),
+    Case('help', '`--help` of each console script (tpu-trainer, '
+         'tpu-trainer-legacy, -verify-migration, -memory, -convert)', BOTH,
+         '0',
+         'usage: {SCRIPT} [--flag=value ...] ... then its flags',
+         ['package_test.py::'
+          'test_console_script_help_lists_flags_under_its_name'],
+         "exits 0 in seconds listing the flags under the script's own name"),
+]
+BY_KEY = {case.key: case for case in CASES}
+
+
+def pattern(key, **values):
+  """A regex of case `key`'s message: {NAME} is values[NAME] (escaped) or,
+  when not given, any text."""
+  parts = re.split(r'\{(\w+)\}', BY_KEY[key].message)
+  regex = ''
+  for i, part in enumerate(parts):
+    if i % 2 == 0:
+      regex += re.escape(part)
+    else:
+      regex += re.escape(str(values[part])) if part in values else '.*?'
+  return regex
+
+
+def exit_status(key):
+  """Case `key`'s exit status, an int."""
+  return int(BY_KEY[key].exit)
+
+
+def message_pattern(path, key, **values):
+  """pattern() with the prefix path's entry point prints before it
+  (`trainer.legacy: ` for the launcher's lines)."""
+  prefix = r'trainer\.legacy: ' if path == 'launcher' else ''
+  return prefix + pattern(key, **values)
+
+
+PATH_NAMES = {'main': '`trainer.main`', 'launcher': 'launcher'}
+
+
+def table():
+  """docs/robustness.md's table, as Markdown lines: a column per path,
+  holding the exit status where the case is run on that path (else
+  n/a: the case does not apply there)."""
+  lines = ['| case | ' + ' | '.join(PATH_NAMES.values()) +
+           ' | what the user reads | what is guaranteed | tests |',
+           '|---|---|---|---|---|---|']
+  for case in CASES:
+    tests = '<br>'.join(f'`{t}`' for t in case.tests)
+    exits = ' | '.join(case.exit if path in case.paths else 'n/a'
+                       for path in PATH_NAMES)
+    lines.append(f'| {case.title} | {exits} | {_cell(case.message)} '
+                 f'| {case.guaranteed} | {tests} |')
+  return lines
+
+
+def _cell(message):
+  if message.startswith('('):
+    return message
+  return f'`{message}`'

@@ -1,0 +1,1 @@
+"""The facade's canned Estimators and what they share (keys, v1 heads)."""

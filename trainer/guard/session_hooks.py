@@ -1,0 +1,44 @@
+"""Session hooks that turn a received SIGTERM / SIGINT (guard/preemption.py)
+into a stop of an Estimator's training or evaluation.
+
+`StopOnSignalHook` asks the training session to stop after the step (or
+TPU loop) that was running: the session then ends normally, and
+Estimator's CheckpointSaverHook writes its checkpoint at that step in its
+end(). `AbortOnSignalHook` stops an evaluation at once with PreemptedError
+(partial metrics would be wrong; an evaluation inside training runs right
+after a checkpoint, so nothing trained is lost).
+"""
+
+import tensorflow as tf
+
+from trainer.guard import preemption
+
+_v1 = tf.compat.v1
+
+
+class StopOnSignalHook(_v1.train.SessionRunHook):
+  """Requests a stop after the running step once a signal was received."""
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if preemption.requested():
+      run_context.request_stop()
+
+
+class AbortOnSignalHook(_v1.train.SessionRunHook):
+  """Raises PreemptedError before a step once a signal was received."""
+
+  def __init__(self, model_dir):
+    self._model_dir = model_dir
+    self._step = '(an evaluation)'
+
+  def begin(self):
+    self._global_step = _v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    del coord  # The evaluated checkpoint's step: where training stopped.
+    if self._global_step is not None:
+      self._step = int(session.run(self._global_step))
+
+  def before_run(self, run_context):
+    preemption.raise_if_requested(self._step, self._model_dir)
