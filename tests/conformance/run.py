@@ -103,7 +103,7 @@ if __name__ == '__main__':
   # leave behind (MirroredStrategy's distributed datasets), each destructor
   # waiting for its iterator's autotuning thread to wake (up to 60 s; gdb
   # stack in docs/performance.md). Measured on the modern lane: 67 s after
-  # 6 such cells, over 4 minutes after the whole matrix.
+  # 6 such cells, minutes after the whole matrix on a loaded machine.
   sys.stdout.flush()
   sys.stderr.flush()
   os._exit(status)  # pylint: disable=protected-access
