@@ -6,7 +6,7 @@
 # pass on the real Estimator (failed: neither passing through the facade nor
 # a refusal that MIGRATION.md lists). Exits non-zero below 90% or on a
 # failure.
-#   scripts/estimator_suite.sh                   # CI's modules (MODULES below)
+#   scripts/estimator_suite.sh                   # CI's modules (modules=, below)
 #   scripts/estimator_suite.sh estimator_test    # these modules only
 #   scripts/estimator_suite.sh --check           # only that the recording
 #                                                # is current (below)

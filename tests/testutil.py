@@ -70,11 +70,16 @@ def call_on_cpu_devices(num_devices, fn, *args):
   devices once initialised), which must end without error."""
   if num_devices == 1:
     return fn(*args)
-  code = ('import tests.conftest\n'
+  # Once fn returned, the process exits without the interpreter's teardown,
+  # where destroying the tf.data iterators a MirroredStrategy left waits for
+  # their autotuning threads (up to 60 s each; tests/conformance/run.py).
+  code = ('import os, sys\n'
+          'import tests.conftest\n'
           'from trainer.runtime import strategy\n'
           f'strategy.split_cpu({num_devices})\n'
           f'import {fn.__module__} as module\n'
-          f'module.{fn.__name__}(*{args!r})\n')
+          f'module.{fn.__name__}(*{args!r})\n'
+          'sys.stdout.flush(); sys.stderr.flush(); os._exit(0)\n')
   result = subprocess.run(
       [sys.executable, '-c', code], cwd=REPO_ROOT, capture_output=True,
       text=True, timeout=HANG_TIMEOUT,
