@@ -16,6 +16,10 @@ one line per task (`worker:1 exit 0 after 12.3 s`) and exits 0 if every
 task it waited for exited 0, else 1; a task still running after
 --timeout_secs is killed and counts as failed.
 
+With --one_cpu_per_task each task may run on one CPU only (round robin over
+the launcher's CPUs), as a pod with a one-CPU cpuset: TensorFlow then sizes
+its thread pools for one CPU.
+
 Tests use `LocalCluster` directly (start, kill or restart one task, wait).
 Only the standard library: the launcher itself starts in milliseconds.
 """
@@ -93,8 +97,10 @@ class Task:
 class LocalCluster:
   """COMMAND run as every task of one TF_CONFIG cluster (see module doc)."""
 
-  def __init__(self, command: List[str], logdir, cluster, env=None, cwd=None):
+  def __init__(self, command: List[str], logdir, cluster, env=None, cwd=None,
+               one_cpu_per_task=False):
     self.command = list(command)
+    self.one_cpu_per_task = one_cpu_per_task
     self.logdir = str(logdir)
     self.cluster = cluster
     self.env = dict(os.environ if env is None else env)
@@ -124,10 +130,20 @@ class LocalCluster:
         log.flush()
       task.process = subprocess.Popen(
           self.command, env=env, cwd=self.cwd, stdout=log,
-          stderr=subprocess.STDOUT, start_new_session=True)
+          stderr=subprocess.STDOUT, start_new_session=True,
+          preexec_fn=self._cpu_pinning(task))
     task.started_at = time.monotonic()
     task.ended_at = None
     task.starts += 1
+
+  def _cpu_pinning(self, task):
+    """With one_cpu_per_task: a preexec_fn confining the task to one of
+    this process's CPUs (round robin in task order), else None."""
+    if not self.one_cpu_per_task:
+      return None
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu = cpus[self.tasks.index(task) % len(cpus)]
+    return lambda: os.sched_setaffinity(0, {cpu})
 
   def signal(self, task, signum):
     """Sends `signum` to the task's process (not to its children)."""
@@ -197,6 +213,8 @@ def _parse(argv):
                       help='where TYPE-INDEX.log go (default: a new '
                       'temporary directory)')
   parser.add_argument('--timeout_secs', type=float, default=3600)
+  parser.add_argument('--one_cpu_per_task', action='store_true',
+                      help='confine each task to one CPU (round robin)')
   if '--' not in argv:
     parser.error('give the command after --')
   split = argv.index('--')
@@ -215,7 +233,8 @@ def main(argv):
   logdir = args.logdir or tempfile.mkdtemp(prefix='local_cluster.')
   cluster = cluster_spec(args.chief, args.workers, args.ps, args.evaluator,
                          args.master)
-  job = LocalCluster(args.command, logdir, cluster)
+  job = LocalCluster(args.command, logdir, cluster,
+                     one_cpu_per_task=args.one_cpu_per_task)
   print(f'local_cluster: {json.dumps(cluster)}; logs in {logdir}',
         flush=True)
   job.start()

@@ -82,3 +82,20 @@ def test_parameter_server_roles_and_step_shares(monkeypatch):
   assert parameter_servers.split_steps(10, 2) == [5, 5]
   assert parameter_servers.split_steps(4, 3) == [2, 1, 1]
   assert parameter_servers.split_steps(1, 2) == [1]
+
+
+def test_a_ps_cluster_task_on_one_cpu_asks_for_two_inter_op_threads(
+    monkeypatch):
+  # One inter-op thread deadlocks a TF2 ps cluster (tf_config's note); the
+  # cluster test runs every task on one CPU (tf2_parameter_server_test).
+  monkeypatch.delenv('TF_NUM_INTEROP_THREADS', raising=False)
+  monkeypatch.setattr(tf_config.os, 'sched_getaffinity', lambda pid: {3})
+  assert tf_config.ps_cluster_inter_op_threads() == 2
+  config = tf_config.server_config()
+  assert config.inter_op_parallelism_threads == 2
+  monkeypatch.setattr(tf_config.os, 'sched_getaffinity', lambda pid: {0, 1})
+  assert tf_config.ps_cluster_inter_op_threads() is None
+  assert tf_config.server_config() is None
+  monkeypatch.setattr(tf_config.os, 'sched_getaffinity', lambda pid: {3})
+  monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '1')  # The user's choice.
+  assert tf_config.ps_cluster_inter_op_threads() is None

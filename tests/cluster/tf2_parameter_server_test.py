@@ -81,12 +81,15 @@ def job(tmp_path_factory):
 def _run_cluster(tmp_path, spec, *flags):
   """Runs `trainer.main FLAGS` on every task of `spec` (tmp_path on the
   PYTHONPATH) until the chief and evaluator exit; (cluster, their exit
-  statuses, {worker/ps task: still serving then})."""
+  statuses, {worker/ps task: still serving then}). Each task runs on one
+  CPU, as in a one-CPU pod: TensorFlow sizes its thread pools for one CPU,
+  where one inter-op thread would deadlock the cluster but for the
+  runner's floor (tf_config.ps_cluster_inter_op_threads)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
              PYTHONPATH=os.pathsep.join([testutil.REPO_ROOT, str(tmp_path)]))
   cluster = local_cluster.LocalCluster(
       [sys.executable, '-m', 'trainer.main', *flags], tmp_path / 'logs',
-      spec, env=env, cwd=testutil.REPO_ROOT)
+      spec, env=env, cwd=testutil.REPO_ROOT, one_cpu_per_task=True)
   cluster.start()
   try:
     results = cluster.wait_all(clusterutil.TIMEOUT,

@@ -50,6 +50,7 @@ def make_strategy(params):
     return tf.distribute.TPUStrategy(resolver), 'tpu'
   tf_config.check_trainable_cluster()
   if tf_config.has_ps():  # The chief: the coordinator (runners/tf2).
+    tf_config.ensure_coordinator_threads()
     return (tf.distribute.experimental.ParameterServerStrategy(
         tf_config.training_cluster_resolver()), 'parameter_server')
   if tf_config.cluster_workers() > 1:

@@ -134,3 +134,50 @@ def configure_peer_timeout(timeout_secs, tf_config=None):
   if done:
     logging.info('peer heartbeat timeout: %s s', timeout_secs)
   return done
+
+
+# A task of a TF2 ParameterServerStrategy cluster with one inter-op thread
+# deadlocks: a worker's scheduled function waits on a receive from the ps
+# that no free thread serves (measured: every task pinned to one core,
+# `taskset -c 0`, hung until killed; 2 threads: trains).
+MIN_PS_CLUSTER_INTER_OP_THREADS = 2
+
+
+def ps_cluster_inter_op_threads(minimum=MIN_PS_CLUSTER_INTER_OP_THREADS):
+  """The inter-op thread count a task of a ps cluster must ask for:
+  `minimum` when TensorFlow would size its pools below it (fewer usable
+  CPUs), else None (TensorFlow's default). An explicit choice is kept:
+  the process's tf.config.threading setting or TF_NUM_INTEROP_THREADS."""
+  if (tf.config.threading.get_inter_op_parallelism_threads() or
+      os.environ.get('TF_NUM_INTEROP_THREADS')):
+    return None
+  usable = (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
+            else os.cpu_count() or 1)
+  if usable >= minimum:
+    return None
+  logging.info('%d usable CPU(s): %d inter-op threads for the ps cluster.',
+               usable, minimum)
+  return minimum
+
+
+def server_config():
+  """The session config of a ps cluster's worker or ps server: enough
+  inter-op threads (ps_cluster_inter_op_threads); None for the default."""
+  threads = ps_cluster_inter_op_threads()
+  if threads is None:
+    return None
+  return tf.compat.v1.ConfigProto(inter_op_parallelism_threads=threads)
+
+
+def ensure_coordinator_threads():
+  """On a ps cluster's coordinator, before its strategy connects: enough
+  inter-op threads (ps_cluster_inter_op_threads) for this process."""
+  threads = ps_cluster_inter_op_threads()
+  if threads is None:
+    return
+  try:
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+  except RuntimeError as e:  # TensorFlow's runtime already started.
+    logging.warning('Could not raise the inter-op thread pool to %d before '
+                    'the ps cluster started (%s); set '
+                    'TF_NUM_INTEROP_THREADS=%d.', threads, e, threads)

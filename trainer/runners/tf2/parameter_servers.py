@@ -72,7 +72,8 @@ def serve():
                kind, index)
   server = tf.distribute.Server(
       resolver.cluster_spec(), job_name=kind, task_index=index,
-      protocol=resolver.rpc_layer, start=True)
+      protocol=resolver.rpc_layer, config=tf_config.server_config(),
+      start=True)
   signal.signal(signal.SIGTERM, signal.SIG_DFL)  # Not the run guard's.
   server.join()
 
