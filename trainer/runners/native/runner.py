@@ -281,7 +281,8 @@ class NativeRunner:
     """Trains until global_step reaches `to_step`, as the loop policy says
     (trainer/runtime/driver.py owns the loop): checkpoints at its cadence, at
     the end and on SIGTERM (then returns)."""
-    driver.train(_NativeLoops(self), self._policy, to_step)
+    driver.train(_NativeLoops(self, self._summaries, self._on_loop_end),
+                 self._policy, to_step)
 
   # -- evaluation, prediction, export ------------------------------------------
 
@@ -354,8 +355,10 @@ class NativeRunner:
 class _NativeLoops(driver.LoopTrainer):
   """A NativeRunner's training, as the driver's LoopTrainer."""
 
-  def __init__(self, runner):
+  def __init__(self, runner, summaries, on_loop_end):
     self._runner = runner
+    self._summaries = summaries
+    self._on_loop_end = on_loop_end
 
   def global_step(self):
     return self._runner.global_step()
@@ -364,7 +367,7 @@ class _NativeLoops(driver.LoopTrainer):
     return self._runner.latest_checkpoint()
 
   def begin(self):
-    self._runner._summaries.begin(self.global_step())  # pylint: disable=protected-access
+    self._summaries.begin(self.global_step())
 
   def max_loop_steps(self):
     return None
@@ -373,8 +376,8 @@ class _NativeLoops(driver.LoopTrainer):
     runner = self._runner
     losses = runner.train_loop(num_steps)
     step = self.global_step()
-    runner._summaries.after_loop(step, losses)  # pylint: disable=protected-access
-    on_loop_end = runner._on_loop_end  # pylint: disable=protected-access
+    self._summaries.after_loop(step, losses)
+    on_loop_end = self._on_loop_end
     stop = bool(on_loop_end is not None and on_loop_end(step, losses))
     return driver.LoopResult(losses=losses, stop=stop)
 

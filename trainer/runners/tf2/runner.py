@@ -114,6 +114,11 @@ class Tf2Runner:
                                     loop.policy_for(params))
     self._evaluation = evaluate.Evaluation(self)
 
+  @property
+  def params(self):
+    """The runner's settings (trainer/params.py keys)."""
+    return self._params
+
   # -- the controller's Runner ------------------------------------------
 
   def global_step(self):

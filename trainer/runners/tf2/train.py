@@ -59,8 +59,10 @@ _MEAN = tf.distribute.ReduceOp.MEAN
 _TRAIN = estimator_compat.ModeKeys.TRAIN
 
 
-class Training:
-  """The training loop of a Tf2Runner (its strategy, module, input)."""
+class Training(driver.LoopTrainer):
+  """The training of a Tf2Runner (its strategy, module, input): the loop
+  function, and, for the loop driver (trainer/runtime/driver.py), the
+  LoopTrainer of the current train() call."""
 
   def __init__(self, runner, steps_per_loop, policy):
     self._runner = runner
@@ -80,8 +82,9 @@ class Training:
     self._checks = graph_check.Recorder()
     self._hook_steps = None  # Steps per loop user hooks impose, if any.
     self._listeners = None  # checkpoint_listeners.Listeners of a call.
+    self.last_loss = None  # The last step's loss of the current call.
     self._profile = profiling.StepWindow(  # --profile_steps, per loop.
-        runner.model_dir, runner._params['profile_steps'])  # pylint: disable=protected-access
+        runner.model_dir, runner.params['profile_steps'])
 
   def _replica_step(self, features, labels):
     runner = self._runner
@@ -139,7 +142,7 @@ class Training:
     if self._hooks is not None and self._hooks.traced_in_current_graph():
       return hooks_lib.placeholders_like(self._hooks.traced_tensors)
     runner = self._runner
-    params = runner._params  # pylint: disable=protected-access
+    params = runner.params
     graph = tf.compat.v1.get_default_graph()
     with runner.module.in_call_collections(), graph.name_scope(None):
       default_hooks = summaries.training_hooks(
@@ -150,7 +153,7 @@ class Training:
           tf_config.is_chief_task()) else []
       user_hooks = chief_hooks + list(self._call_hooks) + list(spec.hooks)
       hook_runner = hooks_lib.HookRunner(
-          [_ListenersHook(self)] + chief_hooks + default_hooks +
+          [_ListenersHook(lambda: self._listeners, runner)] + chief_hooks + default_hooks +
           list(self._call_hooks) + list(spec.hooks))
       tensors = hook_runner.trace(session_step=runner.global_step)
     self._hooks = hook_runner
@@ -194,7 +197,7 @@ class Training:
       parameter_servers.describe_placement(runner.module)
     scaffold = runner.load(self._spec)  # Its ScaffoldError first.
     runner.checkpoints.keep_at_most(scaffold_lib.checkpoints_to_keep(
-        scaffold, runner._params['keep_checkpoint_max']))  # pylint: disable=protected-access
+        scaffold, runner.params['keep_checkpoint_max']))
     self._hooks_in_trace = True
     steps.append(make_step())
     self._checks.check(_TRAIN)
@@ -339,9 +342,57 @@ class Training:
     policy = self._policy if cadence is None else self._policy.replace(
         save_every_steps=cadence[0], save_every_secs=cadence[1])
     self._ensure_built(input_fn, hooks)
-    call = _CallTrainer(self)
-    driver.train(call, policy, to_step)
-    return call.last_loss
+    self.last_loss = None
+    driver.train(self, policy, to_step)
+    return self.last_loss
+
+  # -- the loop driver's LoopTrainer, for the current train() call --------
+
+  def global_step(self):
+    return self._runner.global_step()
+
+  def latest_checkpoint(self):
+    return self._runner.latest_checkpoint()
+
+  def begin(self):
+    if self._hooks.session_started:  # At the loop's trace.
+      self._hooks.steps_start()
+    else:  # A later train() with the same loop: hooks.restart() began.
+      self._hooks.after_create_session(self._runner.global_step)
+
+  def max_loop_steps(self):
+    return self._hook_steps
+
+  def train_loop(self, num_steps):
+    losses, stop = self._run_loop(num_steps)
+    if len(losses):
+      self.last_loss = losses[-1]
+    return driver.LoopResult(losses=losses, stop=stop)
+
+  def finite_variables(self):
+    return nonfinite.finite_by_name(self._runner.variables())
+
+  def save(self, step):
+    # Estimator's CheckpointSaverHook's lines around a save.
+    runner, listeners = self._runner, self._listeners
+    tf.compat.v1.logging.info(
+        'Calling checkpoint listeners before saving checkpoint %d...', step)
+    listeners.before_save(step)
+    tf.compat.v1.logging.info(
+        'Saving checkpoints for %d into %s.', step,
+        os.path.join(runner.model_dir, name_checkpoints.CHECKPOINT_BASENAME))
+    runner.checkpoints.save(step)
+    tf.compat.v1.logging.info(
+        'Calling checkpoint listeners after saving checkpoint %d...', step)
+    return listeners.after_save(step)
+
+  def end(self):
+    self._hooks.end(self._runner.global_step)
+    self._profile.stop(self._runner.global_step())
+    self._finish_host_calls()
+
+  def any_worker(self, flag):
+    return strategy_lib.any_worker(self._runner.strategy, flag)
 
 
 def _serialized(tensors):
@@ -366,13 +417,12 @@ class _ListenersHook(tf.compat.v1.train.SessionRunHook):
   train() call when the session starts: begin() first of all hooks, then,
   after the variables are loaded, before_save / after_save of the step
   training starts from (when model_dir has a checkpoint: Estimator writes
-  it again; otherwise the loop driver's first checkpoint is that save)."""
+  it again; otherwise the loop driver's first checkpoint is that save).
+  listeners(): the current call's checkpoint_listeners.Listeners, or None."""
 
-  def __init__(self, training):
-    self._training = training
-
-  def _listeners(self):
-    return self._training._listeners  # pylint: disable=protected-access
+  def __init__(self, listeners, runner):
+    self._listeners = listeners
+    self._runner = runner
 
   def begin(self):
     if self._listeners() is not None:
@@ -381,72 +431,12 @@ class _ListenersHook(tf.compat.v1.train.SessionRunHook):
   def after_create_session(self, session, coord):
     del session, coord
     listeners = self._listeners()
-    runner = self._training._runner  # pylint: disable=protected-access
-    if listeners and runner.latest_checkpoint() is not None:
-      step = runner.global_step()
+    if listeners and self._runner.latest_checkpoint() is not None:
+      step = self._runner.global_step()
       listeners.before_save(step)
       listeners.after_save(step)
 
   def end(self, session):
     del session
     if self._listeners() is not None:
-      runner = self._training._runner  # pylint: disable=protected-access
-      self._listeners().end(runner.global_step())
-
-
-class _CallTrainer(driver.LoopTrainer):
-  """One train() call of a Training, as the driver's LoopTrainer."""
-
-  def __init__(self, training):
-    self._training = training
-    self._runner = training._runner  # pylint: disable=protected-access
-    self.last_loss = None  # The loss of the last step trained (np.float32).
-
-  def global_step(self):
-    return self._runner.global_step()
-
-  def latest_checkpoint(self):
-    return self._runner.latest_checkpoint()
-
-  def begin(self):
-    hooks = self._training._hooks  # pylint: disable=protected-access
-    if hooks.session_started:  # At the loop's trace.
-      hooks.steps_start()
-    else:  # A later train() with the same loop: hooks.restart() began.
-      hooks.after_create_session(self._runner.global_step)
-
-  def max_loop_steps(self):
-    return self._training._hook_steps  # pylint: disable=protected-access
-
-  def train_loop(self, num_steps):
-    losses, stop = self._training._run_loop(num_steps)  # pylint: disable=protected-access
-    if len(losses):
-      self.last_loss = losses[-1]
-    return driver.LoopResult(losses=losses, stop=stop)
-
-  def finite_variables(self):
-    return nonfinite.finite_by_name(self._runner.variables())
-
-  def save(self, step):
-    # Estimator's CheckpointSaverHook's lines around a save.
-    listeners = self._training._listeners  # pylint: disable=protected-access
-    tf.compat.v1.logging.info(
-        'Calling checkpoint listeners before saving checkpoint %d...', step)
-    listeners.before_save(step)
-    tf.compat.v1.logging.info(
-        'Saving checkpoints for %d into %s.', step,
-        os.path.join(self._runner.model_dir,
-                     name_checkpoints.CHECKPOINT_BASENAME))
-    self._runner.checkpoints.save(step)
-    tf.compat.v1.logging.info(
-        'Calling checkpoint listeners after saving checkpoint %d...', step)
-    return listeners.after_save(step)
-
-  def end(self):
-    training, runner = self._training, self._runner
-    training._hooks.end(runner.global_step)  # pylint: disable=protected-access
-    training._profile.stop(runner.global_step())  # pylint: disable=protected-access
-    training._finish_host_calls()  # pylint: disable=protected-access
-
-  def any_worker(self, flag):
-    return strategy_lib.any_worker(self._runner.strategy, flag)
+      self._listeners().end(self._runner.global_step())
