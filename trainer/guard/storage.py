@@ -24,6 +24,7 @@ import tensorflow as tf
 from trainer.api import errors
 from trainer.guard import checkpoint_files
 from trainer.guard import checkpoint_recovery
+from trainer.guard import peers
 
 # errno -> (what the OS says, what to do about it).
 _CAUSES = {
@@ -99,6 +100,8 @@ def unreachable(error, model_dir):
     return None
   message = error.message or ''
   if not any(sign in message for sign in _UNREACHABLE):
+    return None
+  if peers.names_cluster_task(message):  # A task of the cluster, not storage.
     return None
   detail = re.sub(r'\s+', ' ', message.split(' when ')[0]).strip()
   return StorageError(
