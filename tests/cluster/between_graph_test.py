@@ -52,10 +52,13 @@ def job(tmp_path_factory):
 
   One cluster serves every test of the module: mid-training, worker 1 and
   the evaluator are SIGKILLed (after the worker's first step and the
-  evaluator's first evaluation) and restarted, as TFJob restarts a pod."""
+  evaluator's first evaluation) and restarted, as TFJob restarts a pod.
+  Training is paced (0.5 s a step: MAX_STEPS take 150 s, room for the
+  restarts on a loaded machine) until the restarted worker has trained a
+  step and the restarted evaluator evaluated, then runs at full speed."""
   cluster = clusterutil.Cluster(
-      tmp_path_factory.mktemp('between_graph'), ps=2,
-      flags=[f'--max_steps={MAX_STEPS}', '--step_secs=0.1',
+      tmp_path_factory.mktemp('between_graph'), ps=2, paced=True,
+      flags=[f'--max_steps={MAX_STEPS}', '--step_secs=0.5',
              '--save_checkpoints_steps=100', '--partitioner=min_max'])
   cluster.start()
   try:
@@ -65,8 +68,13 @@ def job(tmp_path_factory):
     cluster.kill(worker)
     cluster.kill(evaluator)
     killed_at = clusterutil.checkpoint_steps(cluster.model_dir)[-1]
+    marks = len(worker.log()), len(evaluator.log())
     cluster.start(worker)
     cluster.start(evaluator)
+    cluster.wait_for_log(worker, r'loss = .*, step = ', after=marks[0])
+    cluster.wait_for_log(evaluator, r'Saving dict for global step',
+                         after=marks[1])
+    cluster.unpace()
     results = cluster.wait_all(clusterutil.TIMEOUT)
     ps_serving = [t.running() for t in cluster.tasks if t.type == 'ps']
   finally:
@@ -319,6 +327,9 @@ def test_a_master_trains_evaluates_and_exports(tmp_path):
   assert clusterutil.local_steps(logs['worker:0'])[0] >= 1
 
 
+SESSION_TIMEOUT_SECS = 8  # The worker's wait (RunConfig).
+
+
 def test_without_ps_the_chief_trains_alone_and_a_worker_waits(tmp_path):
   """No "ps" task and no strategy: each task's variables are its own (no
   device setter), so Estimator's chief trains and checkpoints alone, and a
@@ -328,14 +339,20 @@ def test_without_ps_the_chief_trains_alone_and_a_worker_waits(tmp_path):
   synchronously with MultiWorkerMirroredStrategy, to other results.)"""
   max_steps = 60
   cluster = clusterutil.Cluster(
-      tmp_path, workers=1, ps=0,
-      # The chief trains for longer than the worker waits, so the worker
+      tmp_path, workers=1, ps=0, paced=True,
+      # The chief trains paced (1 s a step) until the worker has passed
+      # Estimator's max_steps check (it calls its model_fn), so the worker
       # starts before the chief's last checkpoint (else it has nothing to
       # train and exits 0, under Estimator as here).
       flags=[f'--max_steps={max_steps}', '--save_checkpoints_steps=20',
-             '--step_secs=0.5', '--session_creation_timeout_secs=20'])
+             '--step_secs=1',
+             f'--session_creation_timeout_secs={SESSION_TIMEOUT_SECS}'])
   cluster.start()
-  results = cluster.finish()
+  try:
+    cluster.wait_for_log(cluster.task('worker'), r'Calling model_fn')
+    cluster.unpace()
+  finally:
+    results = cluster.finish()
   logs = cluster.logs()
   worker = logs['worker:0']
   clusterutil.matches_reference('without_ps', {
@@ -359,8 +376,8 @@ def test_without_ps_the_chief_trains_alone_and_a_worker_waits(tmp_path):
   devices = clusterutil.variable_devices(cluster.model_dir)
   assert devices and not any(devices.values()), devices  # No device setter.
   assert clusterutil.local_steps(worker) is None, worker[-3000:]
-  assert ('DeadlineExceededError: Session was not ready after waiting 20 '
-          'secs.') in worker, worker[-3000:]
+  assert ('DeadlineExceededError: Session was not ready after waiting '
+          f'{SESSION_TIMEOUT_SECS} secs.') in worker, worker[-3000:]
   if not testutil.HAS_ESTIMATOR:  # The facade says why first.
     assert 'the cluster has no "ps" task' in worker
   assert clusterutil.eval_steps(cluster.model_dir)[-1] == max_steps

@@ -13,6 +13,7 @@ Each training task prints, when its training ends,
 so a test sees that every worker trained.
 """
 
+import os
 import time
 
 from absl import app
@@ -36,6 +37,9 @@ flags.DEFINE_integer('max_worker_delay_secs', 2,
                      'RunConfig.experimental_max_worker_delay_secs.')
 flags.DEFINE_float('step_secs', 0.0, 'Sleep after each training step, so '
                    'a test can act while training runs.')
+flags.DEFINE_string('pace_file', None, 'If set, --step_secs applies only '
+                    'while this file exists: a test removes it once it has '
+                    'acted, and training runs on at full speed.')
 flags.DEFINE_integer('batch_size', 8, 'Batch size.')
 flags.DEFINE_integer('keep_checkpoint_max', 5, 'RunConfig.keep_checkpoint_max.')
 flags.DEFINE_integer('session_creation_timeout_secs', 7200,
@@ -109,7 +113,8 @@ class _LocalStepsHook(tf.compat.v1.train.SessionRunHook):
   def after_run(self, run_context, run_values):
     self._steps += 1
     self._global_step = run_values.results
-    if FLAGS.step_secs:
+    if FLAGS.step_secs and (FLAGS.pace_file is None or
+                            os.path.exists(FLAGS.pace_file)):
       time.sleep(FLAGS.step_secs)
 
   def end(self, session):

@@ -99,11 +99,19 @@ def async_tolerance(trainers):
 class Cluster(local_cluster.LocalCluster):
   """census_main.py as every task of a loopback cluster, model_dir under
   tmp_path; `flags` are the program's own, `launcher_flags` trainer.legacy's
-  (TF 2.15 ignores --ps_timeout_secs: the real Estimator runs)."""
+  (TF 2.15 ignores --ps_timeout_secs: the real Estimator runs). `paced`:
+  the tasks sleep --step_secs per step only until unpace()."""
 
   def __init__(self, tmp_path, name='job', *, workers=2, ps=1, evaluator=1,
-               master=False, flags=(), launcher_flags=()):
+               master=False, flags=(), launcher_flags=(), paced=False):
     self.model_dir = str(tmp_path / name / 'model')
+    self.pace_file = None
+    if paced:
+      self.pace_file = str(tmp_path / name / 'pace')
+      os.makedirs(os.path.dirname(self.pace_file), exist_ok=True)
+      with open(self.pace_file, 'w'):
+        pass
+      flags = [*flags, f'--pace_file={self.pace_file}']
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
                PYTHONPATH=testutil.REPO_ROOT)
     super().__init__(
@@ -126,6 +134,10 @@ class Cluster(local_cluster.LocalCluster):
     for task in self.tasks:
       if task.process is None:
         self.start(task)
+
+  def unpace(self):
+    """From now on the tasks train at full speed (no --step_secs sleep)."""
+    os.remove(self.pace_file)
 
   def wait_for_log(self, task, pattern, timeout=TIMEOUT, after=0):
     """The first match of `pattern` in the task's log past offset `after`;

@@ -13,6 +13,7 @@ facade). Each test states where the two differ.
   * the chief SIGTERMed (preemption): the launcher's signal handling
     (trainer/guard, issue 28) checkpoints the step it stopped at and exits
     143; the restarted chief resumes from that checkpoint.
+Training is paced (0.1 s a step) until the tasks are restarted.
 """
 
 import os
@@ -47,7 +48,7 @@ def test_a_lost_ps_stops_training_then_the_job_resumes_from_a_checkpoint(
     tmp_path):
   max_steps = 300
   cluster = clusterutil.Cluster(
-      tmp_path, workers=1, evaluator=0,
+      tmp_path, workers=1, evaluator=0, paced=True,
       launcher_flags=[f'--ps_timeout_secs={PS_TIMEOUT_SECS}'],
       flags=[f'--max_steps={max_steps}', '--step_secs=0.1',
              '--save_checkpoints_steps=50'])
@@ -84,6 +85,7 @@ def test_a_lost_ps_stops_training_then_the_job_resumes_from_a_checkpoint(
     for task in cluster.tasks:
       if not task.running():
         cluster.start(task)
+    cluster.unpace()  # Resumed from a checkpoint: no need to pace it.
     results = cluster.wait_all(clusterutil.TIMEOUT)
   finally:
     cluster.stop()
@@ -119,7 +121,7 @@ def _has_signal_handling():
 def test_a_preempted_chief_checkpoints_exits_143_and_resumes(tmp_path):
   max_steps = 500
   cluster = clusterutil.Cluster(
-      tmp_path, workers=1, evaluator=0,
+      tmp_path, workers=1, evaluator=0, paced=True,
       flags=[f'--max_steps={max_steps}', '--step_secs=0.1',
              '--save_checkpoints_steps=1000'])
   cluster.start()
@@ -134,6 +136,7 @@ def test_a_preempted_chief_checkpoints_exits_143_and_resumes(tmp_path):
     stopped_at = steps[-1]
     marks = len(chief.log())
     cluster.start(chief)
+    cluster.unpace()  # Restarted: no need to pace the rest.
     results = cluster.wait_all(clusterutil.TIMEOUT)
   finally:
     cluster.stop()
