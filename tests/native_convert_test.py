@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from input_fn import inputs
 from model_fn.native import classifier
 from model_fn.native import optimization
 from tests import native_tf1
 from tests import testutil
 from trainer.runners.native import convert
+from trainer.runners.tf2 import runner as tf2_runner
 from trainer.runtime import checkpoints
 from trainer.models import builtin
 
@@ -162,13 +164,15 @@ def test_native_training_continues_the_tf1_losses(tmp_path, model, optimizer,
 
 
 def test_command_line_on_a_tf2_runner_checkpoint(tmp_path):
-  """`python -m trainer.runners.native.convert` on what `trainer.main
-  --runner=tf2` wrote: prints the mapping, writes ckpt-2."""
+  """`python -m trainer.runners.native.convert` on what the tf2 runner
+  (`trainer.main --runner=tf2`) wrote: prints the mapping, writes ckpt-2."""
   model_dir = str(tmp_path / 'tf2')
-  result = testutil.run_main(['--runner=tf2', '--mode=train',
-                              '--train_steps=2', '--iterations_per_loop=2',
-                              '--mlp_hidden_units=16', f'--model_dir={model_dir}'])
-  assert result.returncode == 0, result.stderr[-3000:]
+  params = testutil.base_params(runner='tf2', model_dir=model_dir,
+                                train_steps=2, iterations_per_loop=2,
+                                mlp_hidden_units=[16])
+  tf2_runner.Tf2Runner(params, builtin.model_fn('mlp'),
+                       inputs.INPUT_FNS[params['input']]).train(2)
+  assert testutil.latest_step(model_dir) == 2
   output = str(tmp_path / 'native')
   result = subprocess.run(
       [sys.executable, '-m', 'trainer.runners.native.convert',
@@ -207,6 +211,7 @@ tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from trainer.facade import install as facade
 facade.install()
+from input_fn import inputs
 from model_fn.native import classifier
 from model_fn.native import optimization
 from tests import native_tf1
@@ -214,6 +219,7 @@ from tests import testutil
 from trainer.models import builtin
 from trainer.runtime import checkpoints
 from trainer.runners.native import convert
+from trainer.runners.tf2 import runner as tf2_runner
 model_dir = sys.argv[1]
 params = testutil.base_params(
     optimizer='adam', lr_schedule='cosine', warmup_steps=2, train_steps=8,

@@ -20,6 +20,7 @@ import tensorflow as tf
 from model_fn import summaries
 from tests import native_tf1
 from tests import testutil
+from trainer import params as params_lib
 from trainer.guard import checkpoint_recovery
 from trainer.guard import nonfinite
 from trainer.guard import preemption
@@ -35,6 +36,23 @@ def _params(tmp_path, **overrides):
               'save_checkpoints_steps': 10, 'save_summary_steps': 5,
               'log_step_count_steps': 5}
   return testutil.base_params(**dict(defaults, **overrides))
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """The native MLP of _params trained 10 steps once: (its model_dir, its
+  TF1-named variables), for the tests that start from its checkpoints
+  (ckpt-0 and ckpt-10); each works on a copy (_copy_of)."""
+  params = _params(tmp_path_factory.mktemp('trained'))
+  runner = runner_lib.NativeRunner(params)
+  runner.train(10)
+  return params['model_dir'], {
+      n: v.numpy() for n, v in runner.model.tf1_variables().items()}
+
+
+def _copy_of(trained, tmp_path):
+  """tmp_path/model (_params' model_dir): a copy of the trained one."""
+  shutil.copytree(trained[0], str(tmp_path / 'model'))
 
 
 def _event_tags(model_dir):
@@ -100,10 +118,9 @@ def test_trains_evaluates_predicts_exports(tmp_path):
                              atol=1e-6)
 
 
-def test_resumes_from_its_own_checkpoint(tmp_path):
-  runner = runner_lib.NativeRunner(_params(tmp_path))
-  runner.train(10)
-  expected = {n: v.numpy() for n, v in runner.model.tf1_variables().items()}
+def test_resumes_from_its_own_checkpoint(trained, tmp_path):
+  _copy_of(trained, tmp_path)
+  expected = trained[1]
   resumed = runner_lib.NativeRunner(_params(tmp_path))
   assert resumed.global_step() == 10
   for name, variable in resumed.model.tf1_variables().items():
@@ -141,8 +158,8 @@ def test_training_needs_no_evaluation_files(tmp_path):
     runner.evaluate(1)
 
 
-def test_a_model_dir_of_another_model_is_refused(tmp_path):
-  runner_lib.NativeRunner(_params(tmp_path)).train(5)
+def test_a_model_dir_of_another_model_is_refused(trained, tmp_path):
+  _copy_of(trained, tmp_path)
   with pytest.raises(runner_lib.NativeCheckpointError,
                      match='does not match the native model'):
     runner_lib.NativeRunner(_params(tmp_path, mlp_hidden_units=[8]))
@@ -262,19 +279,26 @@ def test_main_runner_native_and_its_refusals(tmp_path):
   assert 'python -m trainer.runners.native.convert' in result.stderr
   assert 'Traceback' not in result.stderr
 
-  for flag, message in (('--model=tests.legacy.digits_cnn:model_fn',
-                         'trains the built-in models'),
-                        ('--init_checkpoint=/nowhere', '--init_checkpoint'),
-                        ('--num_slices=2', '--num_slices')):
-    result = testutil.run_main(args + [flag])
-    assert result.returncode != 0 and message in result.stderr, (
-        flag, result.stderr[-2000:])
+  # The flags the native runner refuses, as trainer.main validates them; one
+  # of them through the command line: it exits non-zero saying so.
+  for setting, message in (({'model': 'tests.legacy.digits_cnn:model_fn'},
+                            'trains the built-in models'),
+                           ({'init_checkpoint': '/nowhere'},
+                            '--init_checkpoint'),
+                           ({'num_slices': 2}, '--num_slices')):
+    with pytest.raises(ValueError, match=message):
+      params_lib.validate_params(testutil.base_params(runner='native',
+                                                      **setting))
+  result = testutil.run_main(args + ['--num_slices=2'])
+  assert result.returncode != 0 and '--num_slices' in result.stderr, (
+      result.stderr[-2000:])
 
 
-def test_recovery_after_an_interrupted_save_of_a_native_checkpoint(tmp_path):
+def test_recovery_after_an_interrupted_save_of_a_native_checkpoint(
+    trained, tmp_path):
   """The guard's recovery and step reader understand ckpt-STEP."""
   params = _params(tmp_path)
-  runner_lib.NativeRunner(params).train(10)
+  _copy_of(trained, tmp_path)
   model_dir = params['model_dir']
   with open(os.path.join(model_dir, 'ckpt-20.index'), 'wb') as f:
     f.write(b'\x00' * 7)  # A truncated index of an interrupted save.

@@ -52,14 +52,16 @@ def _run_graph(params, images, labels, weights=None, step=False):
                  for v in tf.compat.v1.global_variables()}
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
-      for name, value in (weights or {}).items():
-        variables[name].load(value, sess)
-      start = {n: sess.run(variables[n]) for n in grads}
+      if weights:  # As Variable.load does, for every variable in one run.
+        initializers = [variables[name].initializer for name in weights]
+        sess.run(initializers, {op.inputs[1]: weights[name] for op, name in
+                                zip(initializers, weights)})
+      start = sess.run({n: variables[n] for n in grads})  # One run.
       loss_value, grad_values = sess.run([loss, grads])
       after = None
       if step:
         sess.run(train_op)
-        after = {n: sess.run(variables[n]) for n in grads}
+        after = sess.run({n: variables[n] for n in grads})
   return loss_value, grad_values, start, after
 
 

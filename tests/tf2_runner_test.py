@@ -4,6 +4,7 @@ import glob
 import math
 import os
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -26,6 +27,23 @@ def _runner(tmp_path, **overrides):
                                 runner='tf2', **overrides)
   return tf2_runner.Tf2Runner(params, builtin.model_fn(params['model']),
                               inputs.INPUT_FNS[params['input']])
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """The MLP trained 10 steps from scratch once (checkpoints at the start
+  and the end of train() only): (its model_dir, its variables after
+  training), for the tests that start from a trained checkpoint."""
+  path = tmp_path_factory.mktemp('trained')
+  runner = _runner(path, iterations_per_loop=5, save_checkpoints_steps=100)
+  runner.train(10)
+  return str(path / 'model'), runner.variables()
+
+
+def _copy_of(trained, tmp_path):
+  """tmp_path/model: a copy of the trained model_dir, for a test to write."""
+  shutil.copytree(trained[0], str(tmp_path / 'model'))
+  return str(tmp_path / 'model')
 
 
 def _event_tags(model_dir):
@@ -76,10 +94,9 @@ def test_trains_evaluates_predicts_with_tf1_names(tmp_path):
   assert tags['global_step/sec']
 
 
-def test_resumes_from_its_own_checkpoint(tmp_path):
-  runner = _runner(tmp_path, iterations_per_loop=5)
-  runner.train(10)
-  expected = runner.variables()
+def test_resumes_from_its_own_checkpoint(trained, tmp_path):
+  _copy_of(trained, tmp_path)
+  expected = trained[1]
   resumed = _runner(tmp_path, iterations_per_loop=5)
   assert resumed.global_step() == 10  # Nothing built yet: reads checkpoint.
   resumed.train_steps(0)
@@ -89,19 +106,17 @@ def test_resumes_from_its_own_checkpoint(tmp_path):
     np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
 
 
-def test_init_checkpoint_warm_starts_through_scaffold_fn(tmp_path):
-  source = _runner(tmp_path / 'a')
-  source.train(5)
-  kernel = source.variables()['mlp/dense1/kernel']
-  warm = _runner(tmp_path / 'b', init_checkpoint=str(tmp_path / 'a' / 'model'),
+def test_init_checkpoint_warm_starts_through_scaffold_fn(trained, tmp_path):
+  kernel = trained[1]['mlp/dense1/kernel']
+  warm = _runner(tmp_path / 'b', init_checkpoint=trained[0],
                  optimizer='sgd', learning_rate=0.0)
   warm.train_steps(1)
   np.testing.assert_array_equal(warm.variables()['mlp/dense1/kernel'], kernel)
 
 
-def test_export_serves_encoded_images(tmp_path):
+def test_export_serves_encoded_images(trained, tmp_path):
+  _copy_of(trained, tmp_path)
   runner = _runner(tmp_path)
-  runner.train(5)
   path = runner.export(str(tmp_path / 'export'))
   loaded = tf.saved_model.load(path)
   serve = loaded.signatures['serving_default']
@@ -176,11 +191,9 @@ def test_unreachable_tpu_fails_fast_naming_the_flag(tmp_path):
   assert 'not reachable' in result.stderr
 
 
-def test_train_after_evaluate_restores_optimizer_state(tmp_path):
-  _runner(tmp_path).train(10)
-  expected = _runner(tmp_path)
-  expected.train_steps(0)
-  want = expected.variables()
+def test_train_after_evaluate_restores_optimizer_state(trained, tmp_path):
+  _copy_of(trained, tmp_path)
+  want = trained[1]  # As a runner restores them (test_resumes_...).
   runner = _runner(tmp_path)
   runner.evaluate(steps=1)  # Builds model variables only.
   runner.train_steps(0)  # Builds slots and beta powers: from the checkpoint.
@@ -213,9 +226,9 @@ def test_summary_ops_in_a_compiled_step_are_refused(tmp_path):
     runner.train(5)
 
 
-def test_first_checkpoint_when_training_starts(tmp_path):
-  runner = _runner(tmp_path, iterations_per_loop=5, save_checkpoints_steps=100)
-  runner.train(5)  # As Estimator: model.ckpt-0, then the end of train().
-  state = tf.train.get_checkpoint_state(str(tmp_path / 'model'))
+def test_first_checkpoint_when_training_starts(trained):
+  # 10 steps, save_checkpoints_steps=100: as Estimator, model.ckpt-0, then
+  # the end of train().
+  state = tf.train.get_checkpoint_state(trained[0])
   assert [p.rsplit('-', 1)[1] for p in state.all_model_checkpoint_paths] == [
-      '0', '5']
+      '0', '10']
