@@ -61,7 +61,9 @@ _BUSY = textwrap.dedent('''
     busy(tf.constant(10))
     with preemption.handling_signals():
       print('ready', flush=True)
-      busy(tf.constant(200_000))  # About 6 s.
+      # Hours (200,000 iterations took 1.8 s, which a loaded test process
+      # could sleep through): only the second signal ends it.
+      busy(tf.constant(2**31 - 1))
       print('finished the step; requested', preemption.requested(),
             flush=True)
     ''')
