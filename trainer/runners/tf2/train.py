@@ -152,8 +152,9 @@ class Training(driver.LoopTrainer):
       chief_hooks = list(spec.chief_hooks) if (
           tf_config.is_chief_task()) else []
       user_hooks = chief_hooks + list(self._call_hooks) + list(spec.hooks)
+      listeners_hook = _ListenersHook(lambda: self._listeners, runner)
       hook_runner = hooks_lib.HookRunner(
-          [_ListenersHook(lambda: self._listeners, runner)] + chief_hooks + default_hooks +
+          [listeners_hook] + chief_hooks + default_hooks +
           list(self._call_hooks) + list(spec.hooks))
       tensors = hook_runner.trace(session_step=runner.global_step)
     self._hooks = hook_runner
