@@ -15,6 +15,7 @@ from absl import logging
 import tensorflow as tf
 
 from input_fn import record_framing
+from input_fn import tracing
 from trainer.api import errors
 
 _OFFSET = re.compile(r'(?:corrupted|truncated) record at (\d+)')
@@ -64,8 +65,9 @@ def scan_file(path):
                     'short)', cut.offset, cut.size - cut.offset)
   dataset = tf.data.TFRecordDataset(path)
   try:
-    count = int(dataset.reduce(tf.constant(0, tf.int64),
-                               lambda n, _: n + 1).numpy())
+    count = int(dataset.reduce(
+        tf.constant(0, tf.int64),
+        tracing.as_written(lambda n, _: n + 1)).numpy())
     return FileScan(path, count, None, None, 0)
   except tf.errors.DataLossError:
     pass

@@ -19,6 +19,7 @@ import tensorflow as tf
 from input_fn import features as feature_lib
 from input_fn import raw_batch
 from input_fn import seeds
+from input_fn import tracing
 
 # --cache unset: cache a split whose files total at most this many bytes.
 AUTO_CACHE_BYTES = 256 << 20
@@ -74,7 +75,7 @@ def table(records, shape, margin, split):
 
   logging.info('input_fn: %s decoded once into host memory (%dx%dx%d raw '
                'images, pad %d).', split, height, width, channels, margin)
-  return records.batch(tf.int64.max).map(build)
+  return records.batch(tf.int64.max).map(tracing.as_written(build))
 
 
 def batches(table_dataset, batch_size, seed, pipeline, num_pipelines,
@@ -109,10 +110,11 @@ def batches(table_dataset, batch_size, seed, pipeline, num_pipelines,
       return (epoch, pending[batch_size:]), (step, rows)
 
     start = (tf.constant(-1, tf.int64), tf.zeros([0], tf.int64))
-    rows = tf.data.Dataset.range(tf.int64.max).scan(start, next_rows)
+    rows = tf.data.Dataset.range(tf.int64.max).scan(
+        start, tracing.as_written(next_rows))
     return rows.map(
-        lambda step, rows: make_batch(tf.gather(images, rows),
-                                      tf.gather(labels, rows), step),
+        tracing.as_written(lambda step, rows: make_batch(
+            tf.gather(images, rows), tf.gather(labels, rows), step)),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
 
-  return table_dataset.flat_map(serve)
+  return table_dataset.flat_map(tracing.as_written(serve))

@@ -7,6 +7,7 @@ Three paths, chosen from the split's first record (record_probe.py):
     parsed, decoded and pad_crop'ed a batch at a time (raw_batch.py);
   * anything else (JPEG/PNG, other sizes, inception_crop): example by
     example, then batched.
+Every function handed to tf.data is traced without AutoGraph (tracing.py).
 """
 
 from absl import logging
@@ -18,6 +19,7 @@ from input_fn import preprocessing
 from input_fn import raw_batch
 from input_fn import record_probe
 from input_fn import seeds
+from input_fn import tracing
 from model_fn import precision
 
 CYCLE_LENGTH = 16
@@ -43,9 +45,10 @@ def record_reader(params):
   """filename -> records; skips a corrupt record and the rest of its file
   when params['skip_corrupt_records']."""
   if not params['skip_corrupt_records']:
-    return tf.data.TFRecordDataset
-  return lambda path: tf.data.TFRecordDataset(path).ignore_errors(
-      log_warning=True)
+    return tracing.as_written(tf.data.TFRecordDataset)
+  return tracing.as_written(
+      lambda path: tf.data.TFRecordDataset(path).ignore_errors(
+          log_warning=True))
 
 
 # The augmentations the batch-at-a-time path of raw images implements.
@@ -94,7 +97,7 @@ class Pipeline:
         num_parallel_calls=_AUTOTUNE, deterministic=self.deterministic)
 
   def _map(self, dataset, fn):
-    return dataset.map(fn, num_parallel_calls=_AUTOTUNE,
+    return dataset.map(tracing.as_written(fn), num_parallel_calls=_AUTOTUNE,
                        deterministic=self.deterministic)
 
   # -- raw images at the input shape: a batch at a time --------------------

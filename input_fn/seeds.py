@@ -8,6 +8,8 @@ reproducible for a --seed.
 
 import tensorflow as tf
 
+from input_fn import tracing
+
 _MAX_SEED = 2**62
 
 
@@ -30,4 +32,5 @@ def with_runtime_seed(build):
         shape=tf.constant([], tf.int32), minval=tf.constant(0, tf.int64),
         maxval=tf.constant(_MAX_SEED, tf.int64), seed=0, seed2=0)
 
-  return tf.data.Dataset.from_tensors(0).map(draw).flat_map(build)
+  return tf.data.Dataset.from_tensors(0).map(
+      tracing.as_written(draw)).flat_map(tracing.as_written(build))
