@@ -7,6 +7,7 @@ Three paths, chosen from the split's first record (record_probe.py):
     parsed, decoded and pad_crop'ed a batch at a time (raw_batch.py);
   * anything else (JPEG/PNG, other sizes, inception_crop): example by
     example, then batched.
+
 Every function handed to tf.data is traced without AutoGraph (tracing.py).
 """
 
@@ -45,7 +46,7 @@ def record_reader(params):
   """filename -> records; skips a corrupt record and the rest of its file
   when params['skip_corrupt_records']."""
   if not params['skip_corrupt_records']:
-    return tracing.as_written(tf.data.TFRecordDataset)
+    return tf.data.TFRecordDataset  # TF's own: never converted.
   return tracing.as_written(
       lambda path: tf.data.TFRecordDataset(path).ignore_errors(
           log_warning=True))
