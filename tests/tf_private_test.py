@@ -103,3 +103,20 @@ def test_text_saved_model_loads_back_whatever_bytes_it_holds(tmp_path):
     v1.saved_model.loader.load(session, ['serve'], export_dir)
     restored, = v1.global_variables()
     assert session.run(restored).tolist() == [3., 3.]
+
+
+def test_create_variables_traces_once_and_initialises():
+  traces = []
+  holder = []
+
+  def step(x):
+    traces.append(x)
+    if not holder:
+      holder.append(tf.Variable(tf.fill([2], 3.0), name='v'))
+    return holder[0].assign_add(x)
+
+  function = tf_private.create_variables(step, tf.constant([1.0, 1.0]))
+  assert len(traces) == 1, 'get_concrete_function traces twice'
+  assert hasattr(function, '_initialize'), 'TF renamed it: one trace more'
+  # Made and initialised; the traced update did not run.
+  assert holder[0].numpy().tolist() == [3.0, 3.0]

@@ -5,7 +5,7 @@ tests/layering_test.py): this one for what the runners read and call, and
 checkpoint_init, facade_private, iterator_capture, op_seeds and
 tf1_semantics for the TF1 behaviours they reproduce or patch in.
 
-Six things the tf2 runner needs have no public API:
+Seven things the tf2 runner needs have no public API:
   * the Estimator's loss scaling: a tf.compat.v1 optimizer divides the loss
     by the replica count only while the strategy's private flag
     `_scale_loss_for_estimator` is set (Estimator sets it; so do we);
@@ -22,9 +22,12 @@ Six things the tf2 runner needs have no public API:
     the tensor hooks fetch as the step (`GLOBAL_STEP_READ_KEY`);
   * the coordination service's heartbeat timeout, after which the workers
     of a MultiWorkerMirroredStrategy job give up on a lost peer
-    (`configure_peer_heartbeat`).
-tests/tf_private_test.py covers the first four on every lane, tf2_hooks_test
-the fifth, multi_worker_preemption_test the last.
+    (`configure_peer_heartbeat`);
+  * tf.function's first-call variable creation on its own
+    (`create_variables`): get_concrete_function of a function that creates
+    variables traces it twice, once creating them and once more without.
+tests/tf_private_test.py covers the first four and the last on every lane,
+tf2_hooks_test the fifth, multi_worker_preemption_test the sixth.
 """
 
 import contextlib
@@ -109,6 +112,28 @@ def fed_session_callable(session, feeds, fetches):
 # What tf.estimator checks a spec's tensors against: graph and eager tensors,
 # variables (core.Tensor covers them all on TF 2.15-2.21).
 TENSOR_TYPES = (tf.compat.v2.__internal__.types.Tensor,)
+
+
+def create_variables(fn, *args):
+  """Traces `fn(*args)` once in a tf.function, as its first call does:
+  the variables it creates are made (initialisers lifted out of the trace)
+  and initialised; nothing of the trace runs. Returns the tf.function.
+
+  get_concrete_function would do the same and then trace `fn` a second
+  time, with variable creation forbidden, to hand back a function nobody
+  here calls: for ResNet-50 tens of seconds of start-up. Without the
+  private methods (a TF release that renames them) that is what happens."""
+  function = tf.function(fn, autograph=False)
+  initialize = getattr(function, '_initialize', None)
+  initialize_variables = getattr(
+      function, '_initialize_uninitialized_variables', None)
+  if initialize is None or initialize_variables is None:
+    function.get_concrete_function(*args)
+    return function
+  initializers = []
+  initialize(args, {}, add_initializers_to=initializers)
+  initialize_variables(initializers)
+  return function
 
 
 def inside_function():

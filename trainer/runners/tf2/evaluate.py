@@ -38,6 +38,7 @@ import tensorflow as tf
 from absl import logging
 
 from trainer.api import estimator_names as estimator_compat
+from trainer.compat import tf_private
 from trainer.runners.tf2 import eval_graph
 from trainer.runners.tf2 import graph_check
 from trainer.runners.tf2 import host_graph
@@ -149,8 +150,8 @@ class _OneDeviceSteps:
                                  model_fn_adapter.features_labels(batch))
 
     with eval_graph.eager_variables(), runner.scope():
-      tf.function(make, autograph=False).get_concrete_function(
-          *tf.nest.flatten(spec, expand_composites=True))
+      tf_private.create_variables(
+          make, *tf.nest.flatten(spec, expand_composites=True))
 
   def run(self, element):
     """One step: [(loss, eval_metrics tensors, hook fetches)] (numpy) of

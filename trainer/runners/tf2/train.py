@@ -190,10 +190,9 @@ class Training(driver.LoopTrainer):
           strategy, steps[-1], model_fn_adapter.features_labels(element))
 
     self._hooks_in_trace = False  # Hooks begin once the session exists.
-    with self._scope():
-      tf.function(lambda iterator: run_step(next(iterator)),
-                  autograph=False).get_concrete_function(
-                      parameter_servers.traceable(self._iterator))
+    with self._scope():  # One trace, the loop's below the second.
+      tf_private.create_variables(lambda iterator: run_step(next(iterator)),
+                                  parameter_servers.traceable(self._iterator))
     if parameter_servers.coordinator_of(strategy) is not None:
       parameter_servers.describe_placement(runner.module)
     scaffold = runner.load(self._spec)  # Its ScaffoldError first.
