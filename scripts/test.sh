@@ -78,18 +78,18 @@ count() {  # count LANE_OUTPUT_FILE: add the lane's closing counts.
   if [[ "${p:-0}" -eq 0 ]]; then echo "test.sh: lane ran no test" >&2; status=1; fi
 }
 
-run_lane() {  # run_lane LANE OUT [PYTEST ARGS...]: runs it, its output to OUT.
-  local lane=$1 out=$2 jobs workers tests
-  shift 2
+run_lane() {  # run_lane LANE [PYTEST ARGS...]: runs the lane; its exit code.
+  local lane=$1 jobs workers tests
+  shift
   if [[ "$lane" == bazel ]]; then
-    bash scripts/bazel_test.sh "$@" >"$out" 2>&1
+    bash scripts/bazel_test.sh "$@"
   elif [[ "$lane" == corpus ]]; then
-    bash scripts/corpus.sh >"$out" 2>&1
+    bash scripts/corpus.sh
   elif [[ "$lane" == suite ]]; then
-    bash scripts/estimator_suite.sh >"$out" 2>&1
+    bash scripts/estimator_suite.sh
   else
-    if ! bash scripts/setup_env.sh "$lane" >"$out" 2>&1; then
-      echo "test.sh: setting up lane $lane failed" >>"$out"; return 1
+    if ! bash scripts/setup_env.sh "$lane"; then
+      echo "test.sh: setting up lane $lane failed" >&2; return 1
     fi
     jobs="${TEST_JOBS:-$(nproc)}"
     workers=()
@@ -97,7 +97,7 @@ run_lane() {  # run_lane LANE OUT [PYTEST ARGS...]: runs it, its output to OUT.
     tests=()
     [[ "$lane" == newest && $# -eq 0 ]] && IFS=$' \t\n' read -rd '' -a tests <<<"$NEWEST_TESTS"
     ".venv/$lane/bin/python" -m pytest -q --durations=15 "${workers[@]}" \
-        "${tests[@]}" "$@" >>"$out" 2>&1
+        "${tests[@]}" "$@"
   fi
 }
 
@@ -106,13 +106,15 @@ run_lane() {  # run_lane LANE OUT [PYTEST ARGS...]: runs it, its output to OUT.
 # busy over the suite and newest lanes run one after the other).
 declare -A beside=([suite]=newest)
 declare -A side_pid=() side_out=() side_start=()
+# A side lane runs in the background, where Ctrl-C does not reach it.
+trap 'for p in "${side_pid[@]}"; do pkill -TERM -P "$p"; done 2>/dev/null' EXIT
 for lane in "${lanes[@]}"; do
   start=$SECONDS
   case "$lane" in
     modern) ;; newest) await newest ;; *) await legacy ;;
   esac
   if [[ -n "${side_pid[$lane]:-}" ]]; then  # Started beside an earlier lane.
-    wait "${side_pid[$lane]}"; rc=$?
+    wait "${side_pid[$lane]}"; rc=$?; unset "side_pid[$lane]"
     out="${side_out[$lane]}"; start="${side_start[$lane]}"
     ended="$(cat "$out.end" 2>/dev/null || echo "$SECONDS")"; rm -f "$out.end"
     echo "=== lane: $lane (ran beside the lane before)"; cat "$out"
@@ -121,16 +123,13 @@ for lane in "${lanes[@]}"; do
     if [[ -n "$other" && " ${lanes[*]} " == *" $other "* ]]; then
       [[ "$other" == newest ]] && await newest
       side_out[$other]="$(mktemp)"; side_start[$other]=$SECONDS
-      (run_lane "$other" "${side_out[$other]}" "$@"; rc=$?
+      (run_lane "$other" "$@" >"${side_out[$other]}" 2>&1; rc=$?
        echo "$SECONDS" >"${side_out[$other]}.end"; exit $rc) &
       side_pid[$other]=$!
     fi
     echo "=== lane: $lane"
     out="$(mktemp)"
-    run_lane "$lane" "$out" "$@" &
-    # The output as it comes (the side lane's is printed when it ends).
-    tail -f --pid=$! "$out" 2>/dev/null
-    wait $!; rc=$?
+    run_lane "$lane" "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
   fi
   count "$out"; rm -f "$out"
   [[ $rc -eq 0 ]] || status=1
