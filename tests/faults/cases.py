@@ -59,13 +59,16 @@ CASES = [
          'a checkpoint at the step reported; the same command continues from '
          'it'),
     Case('second-signal', 'a second SIGINT / SIGTERM, also during a long '
-         'step', BOTH, '130 / 143',
+         'step or a save', BOTH, '130 / 143',
          'SIGINT again: exiting at once, without a checkpoint of the running '
          'step (the latest checkpoint stays).',
          ['faults/signals_test.py::'
           'test_a_second_signal_ends_a_long_step_at_once',
+          'faults/signals_test.py::'
+          'test_a_second_signal_lets_a_save_under_way_complete',
           'faults/restart_test.py::test_signals_and_kills_then_restart'],
-         'the process ends at once; the latest checkpoint stays and loads'),
+         'the process ends at once (a save under way completes first: at '
+         'most 60 s, a third signal ends it); every checkpoint left loads'),
     Case('sigkill', 'SIGKILL at start-up, mid-step, mid-save, mid-eval, '
          'mid-export; then a restart', BOTH, '0',
          '(the restart) reaches the final step; every checkpoint left loads; '

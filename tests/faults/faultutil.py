@@ -151,10 +151,18 @@ def save_checkpoints(model_dir, steps, max_to_keep=5):
                    global_step=step)
 
 
-def assert_every_checkpoint_loads(model_dir):
+def assert_every_checkpoint_loads(model_dir, listed_only=False):
   """Every checkpoint in model_dir (not its quarantine) reads in full:
-  every tensor of every .index left there."""
+  every tensor of every .index left there; `listed_only`: of those the
+  `checkpoint` state file names (after a SIGKILL mid-save, TF's .index
+  written in place may be cut short until the next start quarantines it;
+  the state names it only once it is complete)."""
   indexes = glob.glob(os.path.join(str(model_dir), '*.index'))
+  if listed_only:
+    state = tf.train.get_checkpoint_state(str(model_dir))
+    listed = {os.path.basename(p) + '.index'
+              for p in (state.all_model_checkpoint_paths if state else [])}
+    indexes = [i for i in indexes if os.path.basename(i) in listed]
   for index in indexes:
     reader = tf.train.load_checkpoint(index[:-len('.index')])
     for name, dtype in reader.get_variable_to_dtype_map().items():

@@ -92,7 +92,10 @@ def test_signals_and_kills_then_restart(path_name, fault_data, reference,
       if step_stopped:  # (A second signal may end it before a save.)
         assert faultutil.latest_step(model_dir) == int(step_stopped), (
             f'{case}: no checkpoint at the step it stopped')
-    faultutil.assert_every_checkpoint_loads(model_dir)
+    # (A SIGKILL mid-save may leave the newer .index cut short: the next
+    # start moves it aside, and every checkpoint loads after the last.)
+    faultutil.assert_every_checkpoint_loads(
+        model_dir, listed_only=signals[-1] == signal.SIGKILL)
     step = faultutil.latest_step(model_dir)
     assert step >= latest, f'{case}: latest checkpoint went {latest} -> {step}'
     print(f'{case}: exit {status} in {seconds:.2f} s, latest checkpoint '

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests import testutil
+from tests.faults import faultutil
 from trainer.guard import preemption
 
 
@@ -93,6 +94,52 @@ def test_a_second_signal_ends_a_long_step_at_once(signum):
   assert 'finished the step' not in stdout
   assert 'again: exiting at once' in stderr
   assert seconds < 1.0, seconds
+
+
+_SAVING = textwrap.dedent('''
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import tensorflow as tf
+    from trainer.guard import preemption
+
+    model_dir = sys.argv[2]
+    # 256 MB: about a second to write here, so both signals come mid-save.
+    checkpoint = tf.train.Checkpoint(weights=tf.Variable(
+        tf.zeros([64, 1024, 1024])))
+    with preemption.handling_signals(model_dir):
+      print('saving', flush=True)
+      checkpoint.write(os.path.join(model_dir, 'model.ckpt-7'))
+      print('saved', flush=True)
+      time.sleep(600)  # Only the second signal ends it.
+    ''')
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_lets_a_save_under_way_complete(signum, tmp_path):
+  """TF writes a checkpoint's .index in place: exiting mid-save would leave
+  it missing or cut short. The exit waits for the save (not for a step)."""
+  model_dir = str(tmp_path)
+  process = subprocess.Popen(
+      [sys.executable, '-c', _SAVING, testutil.REPO_ROOT, model_dir],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  try:
+    assert process.stdout.readline().strip() == 'saving'
+    time.sleep(0.05)
+    process.send_signal(signum)
+    time.sleep(0.01)
+    process.send_signal(signum)
+    process.wait(timeout=testutil.HANG_TIMEOUT)
+  finally:
+    if process.poll() is None:
+      process.kill()
+  _, stderr = process.communicate()
+  assert process.returncode == 128 + signum, stderr[-2000:]
+  assert faultutil.assert_every_checkpoint_loads(model_dir) == 1, (
+      f'no complete checkpoint: {os.listdir(model_dir)}')
+  assert not faultutil.leftovers(model_dir)
+  assert 'complete first' in stderr, stderr[-2000:]
+  assert 'again: exiting at once' in stderr
 
 
 _FORKED_CHILD = textwrap.dedent('''

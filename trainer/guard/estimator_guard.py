@@ -47,7 +47,7 @@ def train(estimator, run):
     with storage.reporting_write_failures(model_dir, owner=False):
       lock.hold(model_dir)
       checkpoint_recovery.recover(model_dir, config.keep_checkpoint_max)
-  with preemption.handling_signals():
+  with preemption.handling_signals(model_dir if writer else None):
     try:
       with storage.reporting_write_failures(model_dir, owner=writer):
         result = run([session_hooks.StopOnSignalHook()])

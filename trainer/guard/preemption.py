@@ -6,7 +6,11 @@ returns; the controller then raises PreemptedError, which the entry point
 turns into exit status 128 + the signal (143 for SIGTERM, 130 for SIGINT).
 A second SIGTERM or SIGINT ends the process at once with the same status,
 also while the first waits for a long step inside TensorFlow (see
-_Watcher), without a checkpoint of the running step.
+_Watcher), without a checkpoint of the running step; only a checkpoint
+already being written to the block's model_dir is let finish first
+(TensorFlow writes its .index in place: an exit during the write would
+leave it cut short), for at most SAVE_GRACE_SECONDS or until a third
+signal.
 
 Several workers (MultiWorkerMirroredStrategy): TensorFlow's coordination
 service installs a SIGTERM handler of its own (`preemption_notifier.cc:
@@ -26,14 +30,18 @@ import os
 import signal
 import socket
 import threading
+import time
 
 from absl import logging
+import tensorflow as tf
 
 from trainer.api import errors
+from trainer.guard import checkpoint_files
 
 EXIT_STATUS = 128 + signal.SIGTERM  # Preempted by SIGTERM (or by a peer).
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _NAMES = {signal.SIGTERM: 'SIGTERM', signal.SIGINT: 'SIGINT'}
+SAVE_GRACE_SECONDS = 60  # A second signal's wait for a save under way.
 _requested = threading.Event()
 _by_peer = threading.Event()
 _logged = threading.Event()
@@ -130,15 +138,29 @@ def _forget_watchers():
   del _watchers[:]
 
 
+def _saving(model_dir):
+  """Whether a checkpoint is being written to model_dir: TF's Saver and
+  tf.train.Checkpoint keep its MODEL.ckpt-N_temp/ until the .index is
+  complete (see checkpoint_recovery), and a state file's temp until it is
+  renamed."""
+  try:
+    return any(checkpoint_files.is_temporary(name)
+               for name in tf.io.gfile.listdir(model_dir))
+  except (tf.errors.OpError, OSError):
+    return False
+
+
 class _Watcher:
   """Sees every SIGTERM / SIGINT as it arrives, through the wakeup fd of
   Python's C-level handler, also while the main thread waits inside
   TensorFlow (a session.run of a long step or TPU loop), where Python's
   own handlers cannot run until it returns and a second signal would go
   unnoticed: the first sets the flag, a second ends the process at once
-  with status 128 + that signal."""
+  with status 128 + that signal (once a save under way in `model_dir`
+  is complete, see _let_save_finish)."""
 
-  def __init__(self):
+  def __init__(self, model_dir=None):
+    self._model_dir = model_dir
     self._reader, self._writer = socket.socketpair()
     self._writer.setblocking(False)
     self.previous_fd = signal.set_wakeup_fd(self._writer.fileno(),
@@ -160,22 +182,46 @@ class _Watcher:
     self._reader.close()
     self._writer.close()
 
+  def _signals(self, timeout=None):
+    """The signal numbers received next (waiting at most `timeout` s:
+    [] if none came), or None once the watcher is closed."""
+    self._reader.settimeout(timeout)
+    try:
+      data = self._reader.recv(64)
+    except socket.timeout:
+      return []
+    except OSError:
+      return None
+    return [s for s in data if s in _NAMES] if data else None
+
+  def _let_save_finish(self, signum):
+    """While a checkpoint is being written to model_dir, waits for it to be
+    complete: at most SAVE_GRACE_SECONDS, and no longer once another
+    signal comes."""
+    if not self._model_dir or not _saving(self._model_dir):
+      return
+    name = _NAMES[signum]
+    os.write(2, (f'{name} again: letting the checkpoint being written to '
+                 f'{self._model_dir} complete first (at most '
+                 f'{SAVE_GRACE_SECONDS} s; {name} once more exits at '
+                 'once).\n').encode())
+    deadline = time.monotonic() + SAVE_GRACE_SECONDS
+    while _saving(self._model_dir) and time.monotonic() < deadline:
+      if self._signals(timeout=0.05) != []:  # Another signal, or closed.
+        return
+
   def _watch(self):
     seen = 0
     while True:
-      try:
-        data = self._reader.recv(64)
-      except OSError:
+      signums = self._signals()
+      if signums is None:
         return
-      if not data:
-        return
-      for signum in data:
-        if signum not in _NAMES:
-          continue
+      for signum in signums:
         seen += 1
         if seen == 1:
           _note(signum)
           continue
+        self._let_save_finish(signum)
         os.write(2, (f'{_NAMES[signum]} again: exiting at once, without a '
                      'checkpoint of the running step (the latest checkpoint '
                      'stays).\n').encode())
@@ -191,15 +237,17 @@ class _Watcher:
 
 
 @contextlib.contextmanager
-def handling_signals():
+def handling_signals(model_dir=None):
   """Inside the block, SIGTERM and SIGINT set the flag instead of killing;
-  a second one ends the process at once. Nested blocks and blocks off the
-  main thread (where Python cannot set handlers) change nothing."""
+  a second one ends the process at once, once a checkpoint being written
+  to `model_dir` (the directory the block's training saves to) is
+  complete. Nested blocks and blocks off the main thread (where Python
+  cannot set handlers) change nothing."""
   if _handlers or threading.current_thread() is not threading.main_thread():
     yield
     return
   previous = {s: signal.getsignal(s) or signal.SIG_DFL for s in _SIGNALS}
-  watcher = _Watcher()
+  watcher = _Watcher(model_dir)
   if watcher.previous_fd != -1:  # The program's own (asyncio's) wakeup fd.
     watcher.close()
     watcher = None

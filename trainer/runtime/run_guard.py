@@ -77,5 +77,5 @@ def guarded(params, model_keys=()):
                           overwrite=params['overwrite_model_dir'],
                           model_keys=model_keys)
         checkpoint_recovery.recover(model_dir, params['keep_checkpoint_max'])
-        with preemption.handling_signals():
+        with preemption.handling_signals(model_dir):
           yield

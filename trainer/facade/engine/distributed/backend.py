@@ -188,7 +188,8 @@ class Backend:
     # Under a strategy TensorFlow may take SIGTERM over (multi-worker): the
     # runner stops at a loop's end with a checkpoint, every worker at the
     # same step, and the program exits 143 (130 for SIGINT).
-    with preemption.handling_signals():
+    with preemption.handling_signals(
+        self.model.model_dir if self.model.config.is_chief else None):
       try:
         loss = runner.train(to_step, hooks=hooks, saving_listeners=listeners)
       except nonfinite.NonFiniteLossError as e:
