@@ -125,7 +125,10 @@ def test_a_second_signal_lets_a_save_under_way_complete(signum, tmp_path):
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
   try:
     assert process.stdout.readline().strip() == 'saving'
-    time.sleep(0.05)
+    deadline = time.monotonic() + testutil.HANG_TIMEOUT
+    while not faultutil.leftovers(model_dir):  # Its _temp/: mid-save.
+      assert time.monotonic() < deadline and process.poll() is None
+      time.sleep(0.005)
     process.send_signal(signum)
     time.sleep(0.01)
     process.send_signal(signum)
