@@ -101,7 +101,11 @@ def _train(estimator, steps, hooks=()):
 
 
 def _events(directory, suffix='/sec'):
-  """{tag: [(step, value)]} of the rate summaries in directory's events."""
+  """{tag: [(step, value)]} of the rate summaries in directory's events,
+  once every cached summary writer of this process is flushed and closed
+  (a StepCounterHook's writer flushes only every 120 s or when closed, and
+  neither Estimator closes it: its last event may still be queued)."""
+  v1.summary.FileWriterCache.clear()
   found = {}
   for path in sorted(glob.glob(os.path.join(directory, 'events.*'))):
     for event in v1.train.summary_iterator(path):
