@@ -177,16 +177,20 @@ def is_temporary(name):
   return bool(_TEMPORARY.search(name.rstrip('/')))
 
 
+def temporary_files(model_dir):
+  """Names of model_dir's temporary files and directories (is_temporary):
+  a save under way, or what an interrupted one left."""
+  return [n.rstrip('/') for n in tf.io.gfile.listdir(model_dir)
+          if is_temporary(n)]
+
+
 def remove_temporary_files(model_dir):
   """Removes what interrupted or failed saves leave in model_dir (see
   is_temporary); returns their names (the caller says so)."""
   if not tf.io.gfile.isdir(model_dir):
     return []
   removed = []
-  for name in tf.io.gfile.listdir(model_dir):
-    name = name.rstrip('/')
-    if not is_temporary(name):
-      continue
+  for name in temporary_files(model_dir):
     path = os.path.join(model_dir, name)
     try:
       if tf.io.gfile.isdir(path):

@@ -138,18 +138,6 @@ def _forget_watchers():
   del _watchers[:]
 
 
-def _saving(model_dir):
-  """Whether a checkpoint is being written to model_dir: TF's Saver and
-  tf.train.Checkpoint keep its MODEL.ckpt-N_temp/ until the .index is
-  complete (see checkpoint_recovery), and a state file's temp until it is
-  renamed."""
-  try:
-    return any(checkpoint_files.is_temporary(name)
-               for name in tf.io.gfile.listdir(model_dir))
-  except (tf.errors.OpError, OSError):
-    return False
-
-
 class _Watcher:
   """Sees every SIGTERM / SIGINT as it arrives, through the wakeup fd of
   Python's C-level handler, also while the main thread waits inside
@@ -194,11 +182,21 @@ class _Watcher:
       return None
     return [s for s in data if s in _NAMES] if data else None
 
+  def _saving(self):
+    """Whether a checkpoint is being written to model_dir: TF's Saver and
+    tf.train.Checkpoint keep its MODEL.ckpt-N_temp/ until the .index is
+    complete (see checkpoint_recovery), a state file its temp until it is
+    renamed; the lock holder removed any left before the block."""
+    try:
+      return bool(checkpoint_files.temporary_files(self._model_dir))
+    except (tf.errors.OpError, OSError):  # Unlistable: nothing to wait for.
+      return False
+
   def _let_save_finish(self, signum):
     """While a checkpoint is being written to model_dir, waits for it to be
     complete: at most SAVE_GRACE_SECONDS, and no longer once another
     signal comes."""
-    if not self._model_dir or not _saving(self._model_dir):
+    if not self._model_dir or not self._saving():
       return
     name = _NAMES[signum]
     os.write(2, (f'{name} again: letting the checkpoint being written to '
@@ -206,7 +204,7 @@ class _Watcher:
                  f'{SAVE_GRACE_SECONDS} s; {name} once more exits at '
                  'once).\n').encode())
     deadline = time.monotonic() + SAVE_GRACE_SECONDS
-    while _saving(self._model_dir) and time.monotonic() < deadline:
+    while self._saving() and time.monotonic() < deadline:
       if self._signals(timeout=0.05) != []:  # Another signal, or closed.
         return
 
