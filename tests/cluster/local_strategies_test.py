@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 from tests import testutil
@@ -20,6 +21,7 @@ from tests.cluster import run_config_test
 
 PYTHONS = run_config_test.PYTHONS
 pytestmark = run_config_test.pytestmark
+FLOAT32_ULPS = 4 * np.finfo(np.float32).eps  # A few float32 roundings.
 
 _PROBE = '''
 import json, sys, tempfile
@@ -79,4 +81,11 @@ def test_parameter_server_strategies_train_as_estimator_does():
   for name, variables in reference.items():
     assert sorted(variables) == ['global_step', 'w', 'w/Adagrad'], name
     assert variables['global_step'] == 3, name
-    assert facade[name] == variables, name  # Bit for bit.
+    assert facade[name]['global_step'] == 3, name
+    for key in ('w', 'w/Adagrad'):
+      # To float32 rounding: the recording machine's kernels round one ulp
+      # differently from some others (w/Adagrad 32.20759963989258 there,
+      # 32.20759582519531 from the real Estimator and the facade alike on
+      # an AVX-512 Xeon), so bit for bit holds only on one machine.
+      np.testing.assert_allclose(facade[name][key], variables[key],
+                                 rtol=FLOAT32_ULPS, err_msg=f'{name} {key}')
