@@ -86,7 +86,8 @@ def _real():
 _API = None  # The API of the running test (set by the `api` fixture).
 
 
-@pytest.fixture(params=['facade', 'real'], autouse=True)
+@pytest.fixture(params=[pytest.param('facade', marks=testutil.facade_lanes),
+                        'real'], autouse=True)
 def api(request):
   """The Estimator API under test: the facade's, or the real one."""
   global _API

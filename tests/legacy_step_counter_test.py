@@ -47,7 +47,8 @@ def _api(which):
       EstimatorSpec=specs.EstimatorSpec)
 
 
-@pytest.fixture(params=['facade', 'real'])
+@pytest.fixture(params=[pytest.param('facade', marks=testutil.facade_lanes),
+                        'real'])
 def api(request):
   if request.param == 'real' and not testutil.HAS_ESTIMATOR:
     pytest.skip(f'TensorFlow {tf.__version__} has no real Estimator.')

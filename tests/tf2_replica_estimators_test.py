@@ -24,7 +24,8 @@ from trainer.facade import estimator as estimator_lib
 from trainer.facade import run_config
 
 v1 = tf.compat.v1
-ENGINES = [pytest.param('real', marks=testutil.requires_estimator), 'facade']
+ENGINES = [pytest.param('real', marks=testutil.requires_estimator),
+           pytest.param('facade', marks=testutil.facade_lanes)]
 X = np.linspace(-1., 1., 48, dtype=np.float32).reshape(16, 3)
 Y = (X @ np.array([[0.5], [-1.], [2.]], np.float32) + 0.25).astype(np.float32)
 BATCH, STEPS, LEARNING_RATE = 4, 3, 0.1

@@ -22,8 +22,9 @@ from trainer.facade import run_config
 
 v1 = tf.compat.v1
 ModeKeys = specs.ModeKeys
-ENGINES = [pytest.param('real', marks=testutil.requires_estimator), 'graph',
-           'tf2']
+ENGINES = [pytest.param('real', marks=testutil.requires_estimator),
+           pytest.param('graph', marks=testutil.facade_lanes),
+           pytest.param('tf2', marks=testutil.facade_lanes)]
 
 
 class StopAfterFirst(v1.train.SessionRunHook):
