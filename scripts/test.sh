@@ -101,9 +101,10 @@ run_lane() {  # run_lane LANE [PYTEST ARGS...]: runs the lane; its exit code.
   fi
 }
 
-# The last two lanes run side by side when both are asked for: the suite's
-# last module runs alone on one core for minutes (measured: 1.3 of 2 cores
-# busy over the suite and newest lanes run one after the other).
+# The last two lanes run side by side when both are asked for: each ends on
+# one core (the suite's last module, newest's last test file), and side by
+# side each fills the other's idle core (stop 37: 1.3 of 2 cores busy over
+# the two run one after the other).
 declare -A beside=([suite]=newest)
 declare -A side_pid=() side_out=() side_start=()
 # A side lane runs in the background, where Ctrl-C does not reach it.
