@@ -1,8 +1,9 @@
 """The facade's Estimator against the real one, in-process.
 
-Every test runs on the facade's classes (trainer.facade.*, usable on every
-lane) and, where TensorFlow still has it (TF 2.15), on the real
-tf.estimator with the same assertions: the real Estimator is the spec.
+Every test runs on the facade's classes (trainer.facade.*) on the facade's
+lanes (TF >= 2.16) and on the real tf.estimator on TF 2.15, with the same
+assertions: the real Estimator is the spec (TF 2.15 programs never run the
+facade, so that lane runs the real side only).
 Tiny linear model on generated data.
 """
 

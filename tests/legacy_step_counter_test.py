@@ -5,8 +5,8 @@ each later one logs the steps over the wall time since the last.
 Each step sleeps STEP_SECS in the graph, so no honest rate exceeds
 1 / STEP_SECS; a rate taken from hooks replayed after a loop, all within
 microseconds, does (issue 17, point 8: 54504.7 logged where the Estimator
-logged 16.5). In-process on the facade (graph engine, every lane) and the
-real Estimator where it exists (TF 2.15); through trainer.main, the tf2
+logged 16.5). In-process on the facade (graph engine, TF >= 2.16) and the
+real Estimator (TF 2.15); through trainer.main, the tf2
 runner against the estimator runner.
 """
 

@@ -1,8 +1,9 @@
 """What a Session-driven evaluate()/predict() does, kept by the tf2 runner.
 
-Each test runs the same program on the real Estimator (TF 2.15), on the
-facade's graph engine and on its tf2 runner (the TPU / multi-replica path,
-asked for here on one CPU replica) and asserts what Estimator does: a hook's
+Each test runs the same program on the real Estimator (TF 2.15 lane) and,
+on the facade's lanes (TF >= 2.16), on the facade's graph engine and on its
+tf2 runner (the TPU / multi-replica path, asked for here on one CPU
+replica), and asserts what Estimator does: a hook's
 request_stop() ends evaluate() and predict() after the batch that asked,
 predictions of different batch lengths are refused, metric values keep
 their dtype.
