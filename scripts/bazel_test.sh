@@ -8,7 +8,8 @@
 # Every target is built; every test runs but those tagged "modern_lane":
 # tests whose code does not depend on the TensorFlow version, or that
 # exercise the TF2-only paths (benchmarks' smoke modes, the memory report,
-# the native runner and its converter, the input pipeline, the wheel), run
+# the native runner and its converter, the input pipeline, the wheel, the
+# facade's canned Estimators, which TF 2.15 programs never run), run
 # on the modern lane only, so CI keeps to its time budget.
 # Prints 'bazel: N passed, N failed' over test targets as its last line;
 # exits non-zero if the build or any test failed.
