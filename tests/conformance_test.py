@@ -21,11 +21,6 @@ from tests.conformance import migration_table
 from tests.conformance import goldens
 
 LANE = 'new'
-facade_lane = pytest.mark.skipif(
-    testutil.HAS_ESTIMATOR, reason='the facade\'s lanes; TF 2.15 runs the '
-    'real Estimator, which wrote the goldens')
-
-
 @pytest.fixture(scope='module')
 def results(tmp_path_factory):
   """{cell: observables} of every cell run through the project."""
@@ -42,7 +37,7 @@ def _params():
     yield pytest.param(cell, id=cell.name, marks=marks)
 
 
-@facade_lane
+@testutil.facade_lanes
 @pytest.mark.parametrize('cell', _params())
 def test_cell(cell, results):
   golden = goldens.load(cell.name)

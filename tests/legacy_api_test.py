@@ -35,15 +35,9 @@ from trainer.facade.tpu import util
 from trainer.runners.tf2 import checkpoint_listeners
 from trainer.runners.tf2 import graph_check
 
-requires_facade = pytest.mark.skipif(
-    testutil.HAS_ESTIMATOR,
-    reason=f'TensorFlow {tf.__version__} has the real Estimator: the facade '
-    'is not installed there (python -m trainer.legacy changes nothing).')
-
-
 # -- where the names are ------------------------------------------------------
 
-@requires_facade
+@testutil.facade_lanes
 def test_public_and_private_paths_resolve_to_the_facade():
   # As tensorflow_estimator: tf.estimator's Estimator hides the deprecated
   # export_savedmodel that tf.compat.v1.estimator's keeps.
@@ -94,7 +88,7 @@ def test_public_and_private_paths_resolve_to_the_facade():
       tf.compat.v1.estimator.export)
 
 
-@requires_facade
+@testutil.facade_lanes
 def test_install_is_idempotent_and_has_estimator_means_the_real_one():
   assert not install.install()  # conftest installed it.
   assert install.installed() and not estimator_compat.has_estimator()

@@ -39,10 +39,6 @@ PARTS = [(case, 'eager') for case in CASES] + [
     (case, 'estimator') for case in CASES + V1_CASES]
 RTOL, ATOL = 1e-5, 1e-6
 
-facade_lane = pytest.mark.skipif(
-    testutil.HAS_ESTIMATOR,
-    reason='compares the facade (TF >= 2.16) with the recorded TF 2.15 '
-    'records; this lane runs the real Estimator')
 REPLICA_CASES = regenerate.HEAD_REPLICA_CASES
 
 
@@ -122,7 +118,7 @@ def test_differences_finds_what_differs():
   assert _differences('x', 'y') and _differences(True, 1)
 
 
-@facade_lane
+@testutil.facade_lanes
 @pytest.mark.parametrize('case,part', PARTS)
 def test_head_matches_tf215(records, case, part):
   real = records['legacy'][case][part]
@@ -138,7 +134,7 @@ def test_head_matches_tf215(records, case, part):
   assert not differences, '\n'.join(differences[:30])
 
 
-@facade_lane
+@testutil.facade_lanes
 @pytest.mark.parametrize('case', REPLICA_CASES)
 def test_head_on_two_replicas_matches_tf215(replica_records, case):
   real = dict(replica_records['legacy'][case]['estimator'])

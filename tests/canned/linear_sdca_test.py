@@ -7,9 +7,7 @@ import tensorflow as tf
 
 from tests import testutil
 
-pytestmark = pytest.mark.skipif(
-    testutil.HAS_ESTIMATOR, reason='the facade\'s canned Estimators (TF >= '
-    '2.16); TF 2.15 runs the real ones')
+pytestmark = testutil.facade_lanes
 
 
 def test_sdca_refuses_a_combiner_other_than_sum():
