@@ -9,8 +9,8 @@ from input_fn import inputs
 from tests import testutil
 from trainer.compat import tf_private
 from trainer.runners.estimator import runner as estimator_runner
-from trainer.runners.tf2 import runner as tf2_runner
-from trainer.runners.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import runner as tf2_runner
+from trainer.engines.tf2 import session_hooks as hooks_lib
 from trainer.models import builtin
 
 _v1 = tf.compat.v1

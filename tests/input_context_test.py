@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from input_fn import sharding
 from tests import testutil
-from trainer.runners.tf2 import input_context
+from trainer.engines.tf2 import input_context
 
 HOST = '/job:worker/replica:0/task:1/device:CPU:0'
 

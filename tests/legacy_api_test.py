@@ -32,8 +32,8 @@ from trainer.facade.hooks import hooks
 from trainer.facade.tpu import tpu_config as tpu_config_lib
 from trainer.facade.tpu import tpu_estimator
 from trainer.facade.tpu import util
-from trainer.runners.tf2 import checkpoint_listeners
-from trainer.runners.tf2 import graph_check
+from trainer.engines.tf2 import checkpoint_listeners
+from trainer.engines.tf2 import graph_check
 
 # -- where the names are ------------------------------------------------------
 

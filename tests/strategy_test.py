@@ -63,7 +63,7 @@ def test_jit_only_where_the_strategy_allows_it():
 
 
 def test_parameter_server_roles_and_step_shares(monkeypatch):
-  from trainer.runners.tf2 import parameter_servers  # pylint: disable=g-import-not-at-top
+  from trainer.engines.tf2 import parameter_servers  # pylint: disable=g-import-not-at-top
   tfjob = {'chief': ['c:1'], 'worker': ['a:1', 'b:2'], 'ps': ['p:1'],
            'evaluator': ['e:1']}
   roles = {}

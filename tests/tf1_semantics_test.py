@@ -10,7 +10,7 @@ import tensorflow as tf
 from tests import testutil
 from trainer.compat import tf1_semantics
 from trainer.compat import tf_private
-from trainer.runners.tf2 import model_fn_adapter
+from trainer.engines.tf2 import model_fn_adapter
 from trainer.runtime import strategy as strategy_lib
 
 v1 = tf.compat.v1

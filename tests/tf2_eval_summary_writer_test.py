@@ -17,7 +17,7 @@ import tensorflow as tf
 from tests import testutil
 from trainer.compat import tf1_semantics
 from trainer.runners import registry as runners
-from trainer.runners.tf2 import summaries
+from trainer.engines.tf2 import summaries
 
 v1 = tf.compat.v1
 tf2 = tf.compat.v2

@@ -12,9 +12,9 @@ import tensorflow as tf
 from tests import testutil
 from tests.legacy import digits_cnn
 from trainer.runners import registry as runners
-from trainer.runners.tf2 import model_fn_adapter
-from trainer.runners.tf2 import scaffold as scaffold_lib
-from trainer.runners.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import model_fn_adapter
+from trainer.engines.tf2 import scaffold as scaffold_lib
+from trainer.engines.tf2 import session_hooks as hooks_lib
 
 v1 = tf.compat.v1
 RUNNERS = [pytest.param('estimator', marks=testutil.requires_estimator), 'tf2']

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from tests import testutil
 from trainer.runners import registry as runners
-from trainer.runners.tf2 import input_tensors
+from trainer.engines.tf2 import input_tensors
 
 v1 = tf.compat.v1
 N, BATCH = 48, 8

@@ -13,7 +13,7 @@ tensorflow_estimator 2.15's. Each call runs on one of two engines:
     and for training under the strategies Estimator ran in its own graph
     (tf.compat.v1 ParameterServerStrategy, CentralStorageStrategy, a
     graph-mode MultiWorkerMirroredStrategy: engine/graph/distributed_train.py);
-  * the tf2 runner (trainer/runners/tf2, through backend.py), for what else
+  * the tf2 runner (trainer/engines/tf2, through backend.py), for what else
     needs tf.distribute: a RunConfig train_distribute / eval_distribute
     strategy of several replicas, a TPUEstimator on a TPU.
 Methods: train(input_fn, hooks, steps, max_steps, saving_listeners),

@@ -94,7 +94,7 @@ def run(params, model_fn, input_fn, serving_input_fn=None):
   runner = make_runner(params, model_fn, input_fn, serving_input_fn)
   preemption.reclaim()  # Its strategy may have taken SIGTERM over.
   if params['runner'] == 'tf2' and tf_config.task_type() == 'evaluator':
-    from trainer.runners.tf2 import parameter_servers
+    from trainer.engines.tf2 import parameter_servers
     return parameter_servers.evaluate_as_sidecar(runner, params)
   try:
     return controller.run(runner, params)
@@ -119,8 +119,8 @@ def _make_estimator(params, model_fn, input_fn, serving_input_fn, strategy):
 
 
 def _make_tf2(params, model_fn, input_fn, serving_input_fn, strategy):
-  from trainer.runners.tf2 import parameter_servers
-  from trainer.runners.tf2 import runner as tf2_runner
+  from trainer.engines.tf2 import parameter_servers
+  from trainer.engines.tf2 import runner as tf2_runner
   logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
                params['num_cpu_devices'])
   role = parameter_servers.task_role()

@@ -3,7 +3,7 @@
   --tpu given            -> TPUStrategy (resolve with a deadline, connect,
                             initialize; same errors as the estimator runner)
   TF_CONFIG with ps      -> ParameterServerStrategy (on the chief, the
-                            coordinator: trainer/runners/tf2/
+                            coordinator: trainer/engines/tf2/
                             parameter_servers.py)
   TF_CONFIG, >1 workers  -> MultiWorkerMirroredStrategy
   several local devices  -> MirroredStrategy (--num_cpu_devices N splits the
@@ -49,7 +49,7 @@ def make_strategy(params):
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
   tf_config.check_trainable_cluster()
-  if tf_config.has_ps():  # The chief: the coordinator (runners/tf2).
+  if tf_config.has_ps():  # The chief: the coordinator (engines/tf2).
     tf_config.ensure_coordinator_threads()
     return (tf.distribute.experimental.ParameterServerStrategy(
         tf_config.training_cluster_resolver()), 'parameter_server')

@@ -88,7 +88,7 @@ class NativeRunner:
   params: the trainer's params (model and optimizer keys, batch sizes,
   iterations_per_loop, save_checkpoints_steps, keep_checkpoint_max,
   model_dir, input, seed, jit_compile). strategy: a tf.distribute.Strategy
-  (default: trainer/runners/tf2/strategy.make_strategy(params)). input_fn:
+  (default: trainer/engines/tf2/strategy.make_strategy(params)). input_fn:
   input_fn(params) or {'train', 'eval', 'infer': input_fn} (default: the
   built-in params['input']). on_loop_end(step, losses): see the module
   docstring. jit_compile: XLA-compile the replica train step (default:

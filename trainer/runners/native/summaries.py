@@ -3,7 +3,7 @@
 Estimator writes `loss` (SummarySaverHook, every save_summary_steps from the
 first step of each train() call) and `global_step/sec` (StepCounterHook, every
 log_step_count_steps) to model_dir; the tf2 runner writes the same
-(trainer/runners/tf2/summaries.py). The native runner has every step's loss on
+(trainer/engines/tf2/summaries.py). The native runner has every step's loss on
 the host after each loop, so `TrainingSummaries` writes both tags from there, at
 the same steps and with SecondOrStepTimer's cadence. Evaluation summaries
 (model_dir/eval) are trainer/runtime/eval_summaries.py's.

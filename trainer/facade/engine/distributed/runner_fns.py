@@ -143,6 +143,6 @@ class RunnerFns:
     if tpu_spec:
       return spec._replace(scaffold_fn=scaffold_fn)
     # An EstimatorSpec's scaffold must be a Scaffold: hand the runner its fields
-    # with the scaffold function instead (trainer/runners/tf2/spec.py reads a
+    # with the scaffold function instead (trainer/engines/tf2/spec.py reads a
     # callable scaffold as a scaffold_fn).
     return types.SimpleNamespace(**dict(spec._asdict(), scaffold=scaffold_fn))

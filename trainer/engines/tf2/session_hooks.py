@@ -263,7 +263,7 @@ class HookRunner:
     """Within: the traced graph is the default, with the trace's
     collections, as in a Session's run (a hook's before_run may look
     tensors up by name or collection)."""
-    from trainer.runners.tf2 import model_fn_adapter  # pylint: disable=g-import-not-at-top
+    from trainer.engines.tf2 import model_fn_adapter  # pylint: disable=g-import-not-at-top
     if self._graph is None:
       yield
       return

@@ -19,9 +19,9 @@ import tensorflow as tf
 
 from trainer.api import estimator_names as estimator_compat
 from trainer.compat import tf1_semantics
-from trainer.runners.tf2 import model_fn_adapter
-from trainer.runners.tf2 import name_checkpoints
-from trainer.runners.tf2 import spec as spec_lib
+from trainer.engines.tf2 import model_fn_adapter
+from trainer.engines.tf2 import name_checkpoints
+from trainer.engines.tf2 import spec as spec_lib
 
 SERVING_DEFAULT = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 _PREDICT = estimator_compat.ModeKeys.PREDICT

@@ -35,15 +35,15 @@ from trainer.api import estimator_names as estimator_compat
 from trainer.compat import collective_keys
 from trainer.compat import estimator_calls
 from trainer.compat import op_seeds
-from trainer.runners.tf2 import evaluate
-from trainer.runners.tf2 import export
-from trainer.runners.tf2 import input_context
-from trainer.runners.tf2 import input_tensors
-from trainer.runners.tf2 import model_fn_adapter
-from trainer.runners.tf2 import name_checkpoints
-from trainer.runners.tf2 import scaffold as scaffold_lib
-from trainer.runners.tf2 import spec as spec_lib
-from trainer.runners.tf2 import train
+from trainer.engines.tf2 import evaluate
+from trainer.engines.tf2 import export
+from trainer.engines.tf2 import input_context
+from trainer.engines.tf2 import input_tensors
+from trainer.engines.tf2 import model_fn_adapter
+from trainer.engines.tf2 import name_checkpoints
+from trainer.engines.tf2 import scaffold as scaffold_lib
+from trainer.engines.tf2 import spec as spec_lib
+from trainer.engines.tf2 import train
 from trainer.runtime import checkpoints
 from trainer.runtime import loop
 from trainer.runtime import strategy as strategy_lib

@@ -30,7 +30,7 @@ import threading
 import tensorflow as tf
 
 from trainer.api import errors
-from trainer.runners.tf2 import model_fn_adapter
+from trainer.engines.tf2 import model_fn_adapter
 
 _v1 = tf.compat.v1
 _WRITES = re.compile(r'^(Assign|ResourceApply|ResourceSparseApply|'

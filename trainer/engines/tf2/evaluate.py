@@ -39,12 +39,12 @@ from absl import logging
 
 from trainer.api import estimator_names as estimator_compat
 from trainer.compat import tf_private
-from trainer.runners.tf2 import eval_graph
-from trainer.runners.tf2 import graph_check
-from trainer.runners.tf2 import host_graph
-from trainer.runners.tf2 import model_fn_adapter
-from trainer.runners.tf2 import session_hooks as hooks_lib
-from trainer.runners.tf2 import spec as spec_lib
+from trainer.engines.tf2 import eval_graph
+from trainer.engines.tf2 import graph_check
+from trainer.engines.tf2 import host_graph
+from trainer.engines.tf2 import model_fn_adapter
+from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import spec as spec_lib
 from trainer.runtime import eval_summaries
 from trainer.runtime import predictions as predictions_lib
 from trainer.runtime import strategy as strategy_lib

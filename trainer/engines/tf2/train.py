@@ -41,15 +41,15 @@ from tensorflow.core.framework import tensor_pb2
 from trainer.api import estimator_names as estimator_compat
 from trainer.compat import tf_private
 from trainer.guard import nonfinite
-from trainer.runners.tf2 import checkpoint_listeners
-from trainer.runners.tf2 import graph_check
-from trainer.runners.tf2 import host_graph
-from trainer.runners.tf2 import model_fn_adapter
-from trainer.runners.tf2 import name_checkpoints
-from trainer.runners.tf2 import parameter_servers
-from trainer.runners.tf2 import scaffold as scaffold_lib
-from trainer.runners.tf2 import session_hooks as hooks_lib
-from trainer.runners.tf2 import summaries
+from trainer.engines.tf2 import checkpoint_listeners
+from trainer.engines.tf2 import graph_check
+from trainer.engines.tf2 import host_graph
+from trainer.engines.tf2 import model_fn_adapter
+from trainer.engines.tf2 import name_checkpoints
+from trainer.engines.tf2 import parameter_servers
+from trainer.engines.tf2 import scaffold as scaffold_lib
+from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import summaries
 from trainer.runtime import driver
 from trainer.runtime import profiling
 from trainer.runtime import strategy as strategy_lib
