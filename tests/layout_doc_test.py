@@ -70,7 +70,7 @@ def test_the_table_is_read():
   rows = _rows()
   assert any(paths == ['trainer/runtime/'] and 'controller.py' in names
              for paths, names in rows)
-  assert 'trainer/facade/engine/graph/' in _packages()
+  assert 'trainer/engines/graph/' in _packages()
 
 
 ARCHITECTURE = os.path.join(REPO_ROOT, 'docs', 'architecture.md')

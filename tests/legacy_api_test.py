@@ -25,7 +25,7 @@ from trainer.facade import gc
 from trainer.facade import install
 from trainer.facade import run_config
 from trainer.facade import unsupported
-from trainer.facade.engine.distributed import session_config
+from trainer.facade.distributed import session_config
 from trainer.facade.export import export
 from trainer.facade.hooks import fake_summary_writer
 from trainer.facade.hooks import hooks

@@ -2,7 +2,7 @@
 
 `Config` is built once, by the entry point from the parsed flags
 (trainer/params.py) or by the Estimator facade from a RunConfig
-(trainer/facade/engine/distributed/backend.py), and validated once
+(trainer/facade/distributed/backend.py), and validated once
 (trainer/params.py's rules). Nothing reads a setting that is not here, and no
 consumer invents a default: flags.py takes its defaults from `DEFAULTS`, tests
 build configs with `Config(...)` / `replace`, and an unknown key is a TypeError

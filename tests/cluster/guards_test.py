@@ -61,7 +61,7 @@ def test_train_outside_train_and_evaluate_with_a_cluster_strategy_fails(
                     'session_creation_timeout_secs (2 h) for the server')
 def test_train_on_a_cluster_task_without_its_server_fails_at_once(
     monkeypatch, tmp_path):
-  from trainer.facade.engine.graph import cluster as graph_cluster  # pylint: disable=g-import-not-at-top
+  from trainer.engines.graph import cluster as graph_cluster  # pylint: disable=g-import-not-at-top
   with testutil.closed_port() as port:
     _set_tf_config(monkeypatch, {'chief': [f'127.0.0.1:{port}'],
                                  'ps': [f'127.0.0.1:{port}']})

@@ -3,16 +3,16 @@ tpu/tpu_estimator.py.
 
 Same constructor arguments, checks and method contracts as
 tensorflow_estimator 2.15's. Each call runs on one of two engines:
-  * the graph engine (trainer/facade/engine/graph): Estimator's own
+  * the graph engine (trainer/engines/graph): Estimator's own
     execution model, a TF1 graph and a MonitoredSession per call; used
     whenever the real Estimator would run on one device (no
     train_distribute / eval_distribute, TPUEstimator with use_tpu=False or
     no TPU found), on a task of a TF_CONFIG cluster (between-graph
-    replication, the session on the task's server, engine/graph/cluster.py;
+    replication, the session on the task's server, trainer/engines/graph/cluster.py;
     without ps tasks each task's variables are its own),
     and for training under the strategies Estimator ran in its own graph
     (tf.compat.v1 ParameterServerStrategy, CentralStorageStrategy, a
-    graph-mode MultiWorkerMirroredStrategy: engine/graph/distributed_train.py);
+    graph-mode MultiWorkerMirroredStrategy: trainer/engines/graph/distributed_train.py);
   * the tf2 runner (trainer/engines/tf2, through backend.py), for what else
     needs tf.distribute: a RunConfig train_distribute / eval_distribute
     strategy of several replicas, a TPUEstimator on a TPU.
@@ -36,13 +36,13 @@ from trainer.compat import estimator_calls
 from trainer.compat import tf_private
 from trainer.compat import v2_behavior as behavior
 from trainer.facade import run_config
-from trainer.facade.engine.distributed import backend
-from trainer.facade.engine.graph import distributed_train
-from trainer.facade.engine.graph import evaluate as graph_evaluate
-from trainer.facade.engine.graph import export as graph_export
-from trainer.facade.engine.graph import predict as graph_predict
-from trainer.facade.engine.graph import program as program_lib
-from trainer.facade.engine.graph import train as graph_train
+from trainer.facade.distributed import backend
+from trainer.engines.graph import distributed_train
+from trainer.engines.graph import evaluate as graph_evaluate
+from trainer.engines.graph import export as graph_export
+from trainer.engines.graph import predict as graph_predict
+from trainer.engines.graph import program as program_lib
+from trainer.engines.graph import train as graph_train
 from trainer.runtime import checkpoints
 from trainer.runtime import strategy as strategy_lib
 

@@ -40,8 +40,8 @@ from trainer.facade.canned import parsing_utils
 from trainer.facade.canned import prediction_keys
 from trainer.facade.canned import rnn
 from trainer.facade.canned import sdca_ops
-from trainer.facade.engine.graph import added_hooks as graph_hooks
-from trainer.facade.engine.graph import inputs as graph_inputs
+from trainer.engines.graph import added_hooks as graph_hooks
+from trainer.engines.graph import inputs as graph_inputs
 from trainer.facade.export import export
 from trainer.facade.export import export_output
 from trainer.facade.head import base_head

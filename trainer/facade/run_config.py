@@ -5,7 +5,7 @@ The constructor arguments, defaults, validation (same exception types and
 messages a program or test may match), TF_CONFIG parsing (cluster, task,
 session_master, eval_session_master, model_dir, service) and properties of
 tensorflow_estimator 2.15's. They only hold configuration;
-trainer/facade/engine/distributed/backend.py maps them onto the engines.
+trainer/facade/distributed/backend.py maps them onto the engines.
 """
 
 import copy

@@ -36,7 +36,7 @@ from trainer.facade import coordinator
 from trainer.facade import estimator as estimator_lib
 from trainer.facade import exporter as exporter_lib
 from trainer.facade import run_config
-from trainer.facade.engine.graph import cluster
+from trainer.engines.graph import cluster
 from trainer.facade.hooks import hooks as hooks_lib
 
 # Estimator logs on TF's logger; absl's would call logging.basicConfig()

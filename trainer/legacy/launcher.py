@@ -164,7 +164,7 @@ def _prepare(cpu_fallback, peer_timeout_secs,
          'Estimator calls run on the trainer.legacy facade: on one device '
          'and on TF_CONFIG clusters on the graph engine (as Estimator), '
          'under a multi-replica or TPU strategy on the tf2 runner.')
-    from trainer.facade.engine.graph import cluster as graph_cluster
+    from trainer.engines.graph import cluster as graph_cluster
     graph_cluster.set_ps_timeout(ps_timeout_secs)
   else:
     _say(f'TensorFlow {tf.__version__} has tf.estimator: running the real '

@@ -12,7 +12,7 @@ import collections
 
 import tensorflow as tf
 
-from trainer.facade.engine.graph import inputs as graph_inputs
+from trainer.engines.graph import inputs as graph_inputs
 
 _SINGLE_NAMES = {'feature': 'feature', 'label': 'label',
                  'receiver_tensor': 'input',

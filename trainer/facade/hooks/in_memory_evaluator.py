@@ -20,8 +20,8 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.facade import unsupported
-from trainer.facade.engine.graph import evaluate as graph_evaluate
-from trainer.facade.engine.graph import program as program_lib
+from trainer.engines.graph import evaluate as graph_evaluate
+from trainer.engines.graph import program as program_lib
 
 _v1 = tf.compat.v1
 

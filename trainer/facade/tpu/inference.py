@@ -13,7 +13,7 @@ import enum
 from trainer.api import specs
 from trainer.compat import estimator_calls
 from trainer.compat import tpu_rewrite as compat_tpu_inference
-from trainer.facade.engine.graph import tpu_export as tpu_inference
+from trainer.engines.graph import tpu_export as tpu_inference
 
 BatchConfig = tpu_inference.BatchConfig
 

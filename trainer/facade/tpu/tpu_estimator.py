@@ -9,8 +9,8 @@ import math
 
 from trainer.compat import cpu_fallback
 from trainer.facade import estimator as estimator_lib
-from trainer.facade.engine.distributed import backend
-from trainer.facade.engine.graph import program as program_lib
+from trainer.facade.distributed import backend
+from trainer.engines.graph import program as program_lib
 from trainer.facade.tpu import tpu_config
 from trainer.facade.tpu import util
 

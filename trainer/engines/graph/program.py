@@ -26,7 +26,7 @@ from trainer.api import specs
 from trainer.compat import estimator_calls
 from trainer.compat import tf_private
 from trainer.compat import tpu_rewrite as tpu_inference
-from trainer.facade.engine.graph import added_hooks as hooks_lib
+from trainer.engines.graph import added_hooks as hooks_lib
 
 
 

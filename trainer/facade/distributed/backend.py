@@ -31,8 +31,8 @@ import tensorflow as tf
 from trainer import config as config_lib
 from trainer.api import specs
 from trainer.facade import run_config
-from trainer.facade.engine.distributed import runner_fns
-from trainer.facade.engine.distributed import session_config
+from trainer.facade.distributed import runner_fns
+from trainer.facade.distributed import session_config
 from trainer.facade.hooks import hooks as hooks_lib
 from trainer.facade.tpu import util
 from trainer.guard import nonfinite

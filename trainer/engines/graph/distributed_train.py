@@ -23,9 +23,9 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import distribute_coordinator
 from trainer.compat import tf_private
-from trainer.facade.engine.graph import inputs
-from trainer.facade.engine.graph import program as program_lib
-from trainer.facade.engine.graph import train as train_lib
+from trainer.engines.graph import inputs
+from trainer.engines.graph import program as program_lib
+from trainer.engines.graph import train as train_lib
 
 _v1 = tf.compat.v1
 ModeKeys = specs.ModeKeys

@@ -27,8 +27,8 @@ import tensorflow as tf
 from trainer.api import specs
 from trainer.compat import tf_private
 from trainer.compat import tpu_rewrite as compat_tpu_inference
-from trainer.facade.engine.graph import program as program_lib
-from trainer.facade.engine.graph import tpu_export as tpu_inference
+from trainer.engines.graph import program as program_lib
+from trainer.engines.graph import tpu_export as tpu_inference
 
 _v1 = tf.compat.v1
 # The mode of a TPUEstimator's TPU inference graph (TPUEstimator's name).

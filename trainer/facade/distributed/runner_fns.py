@@ -70,7 +70,7 @@ def _variable_names(key):
 class RunnerFns:
   """model_fn / input_fn for one runner call of one facade Estimator.
 
-  model: trainer.facade.engine.distributed.backend.Model; input_fn: the user's
+  model: trainer.facade.distributed.backend.Model; input_fn: the user's
   input_fn of this call (None for export). Set `distributed` when a strategy
   spreads the input over replicas (input_fns then get input_context).
   """

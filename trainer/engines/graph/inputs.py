@@ -10,7 +10,7 @@ any length but 2 is an error.
 
 import tensorflow as tf
 
-from trainer.facade.engine.graph import added_hooks as hooks
+from trainer.engines.graph import added_hooks as hooks
 
 
 def features_and_labels(result):

@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import tf_private
-from trainer.facade.engine.graph import inputs
-from trainer.facade.engine.graph import program as program_lib
+from trainer.engines.graph import inputs
+from trainer.engines.graph import program as program_lib
 from trainer.runtime import predictions as predictions_lib
 
 _v1 = tf.compat.v1
