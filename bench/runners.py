@@ -42,7 +42,7 @@ from trainer.api import estimator_names as estimator_compat
 from trainer.facade import install as facade
 from trainer.models import registry
 from trainer.runners import registry as runners
-from trainer.runtime import controller
+from trainer.runtime import modes
 
 FLAGS = flags.FLAGS
 
@@ -127,7 +127,7 @@ def estimator_bench(model_fn, input_fn, root):
   loop = FLAGS.iterations_per_loop
   runner = runners.make_runner(_params(root, runner='estimator'), model_fn,
                                input_fn)
-  train_input = controller.input_fn_for_mode(input_fn, 'train')
+  train_input = modes.input_fn_for_mode(input_fn, 'train')
 
   clock = _Clock(warmup=loop)
 
@@ -200,7 +200,7 @@ def keras_bench(input_fn, root, keras=None):
   and input, its first execution excluded; `keras`: tf.keras by default."""
   loop = FLAGS.iterations_per_loop
   params = _params(root, runner='tf2')
-  dataset = controller.input_fn_for_mode(input_fn, 'train')(
+  dataset = modes.input_fn_for_mode(input_fn, 'train')(
       dict(params, batch_size=params['train_batch_size']))
   dataset = dataset.map(lambda features, labels: (features['image'], labels))
   keras = keras or tf.keras

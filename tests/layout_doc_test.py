@@ -68,7 +68,7 @@ def test_every_path_named_exists():
 
 def test_the_table_is_read():
   rows = _rows()
-  assert any(paths == ['trainer/runtime/'] and 'controller.py' in names
+  assert any(paths == ['trainer/runtime/'] and 'modes.py' in names
              for paths, names in rows)
   assert 'trainer/engines/graph/' in _packages()
 

@@ -12,7 +12,7 @@ from input_fn import inputs
 from model_fn import summaries
 from tests import testutil
 from trainer.runners import registry as runners
-from trainer.runtime import controller
+from trainer.runtime import modes
 from trainer.models import builtin
 
 
@@ -59,7 +59,7 @@ def test_controller_train_and_evaluate_alternates(tmp_path):
   evaluations = []
   original = runner.evaluate
   runner.evaluate = lambda steps: evaluations.append(steps) or original(steps)
-  metrics = controller.run(runner, params)
+  metrics = modes.run(runner, params)
   assert evaluations == [9, 9]  # 360 eval examples // batch 40, twice.
   assert metrics['global_step'] == 20
   assert 'top_1_accuracy' in metrics

@@ -27,7 +27,7 @@ from trainer.guard import preemption
 from trainer.runners.native import convert
 from trainer.runners.native import runner as runner_lib
 from trainer.runtime import checkpoints
-from trainer.runtime import controller
+from trainer.runtime import modes
 from trainer.runtime import serving as export
 
 
@@ -248,7 +248,7 @@ def test_sigterm_checkpoints_the_loop_and_stops(tmp_path):
   with preemption.handling_sigterm():
     runner = runner_lib.NativeRunner(params, on_loop_end=sigterm_at_5)
     with pytest.raises(preemption.PreemptedError, match='step 5'):
-      controller.run(runner, dict(params, mode='train', train_steps=20))
+      modes.run(runner, dict(params, mode='train', train_steps=20))
   assert _latest_step(tmp_path) == 5  # Not a multiple of 10: the stop's.
 
 

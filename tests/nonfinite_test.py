@@ -13,7 +13,7 @@ from model_fn.spec import TPUEstimatorSpec
 from tests import testutil
 from trainer.guard import nonfinite
 from trainer.runners import registry as runners
-from trainer.runtime import controller
+from trainer.runtime import modes
 
 
 def _nan_from_step_model_fn(features, labels, mode, params):
@@ -50,7 +50,7 @@ def test_nan_loss_stops_at_its_step_and_keeps_last_good_checkpoint(
   # The estimator runner sees the NaN weights first when saving at step 30.
   expected = rf'(Loss is nan|Variables became NaN or Inf) at step {nan_step}\b'
   with pytest.raises(nonfinite.NonFiniteLossError, match=expected) as raised:
-    controller.run(runners.make_runner(params, _nan_from_step_model_fn,
+    modes.run(runners.make_runner(params, _nan_from_step_model_fn,
                                        tfrecord.input_fn), params)
   latest = tf.train.latest_checkpoint(model_dir)
   assert latest.endswith('model.ckpt-20')

@@ -14,7 +14,7 @@ from input_fn import inputs
 from model_fn import summaries
 from tests import testutil
 from trainer.engines.tf2 import runner as tf2_runner
-from trainer.runtime import controller
+from trainer.runtime import modes
 from trainer.models import builtin
 
 MLP_NAMES = {'global_step', 'beta1_power', 'beta2_power'} | {
@@ -132,13 +132,13 @@ def test_export_serves_encoded_images(trained, tmp_path):
 def test_controller_train_and_evaluate(tmp_path):
   runner = _runner(tmp_path, mode='train_and_evaluate', train_steps=10,
                    steps_per_eval=5, iterations_per_loop=5, eval_steps=2)
-  result = controller.run(runner, runner.model_params('train'))
+  result = modes.run(runner, runner.model_params('train'))
   assert result['global_step'] == 10
   assert result['top_1_accuracy'] > 0.2  # Chance: 0.1 (10 steps: 0.3).
   assert result['loss'] < math.log(10)  # Below the loss of a uniform guess.
   empty = _runner(tmp_path / 'empty', mode='predict')
   with pytest.raises(ValueError, match='no checkpoint to predict'):
-    controller.run(empty, empty.model_params('infer'))
+    modes.run(empty, empty.model_params('infer'))
 
 
 @pytest.mark.parametrize('num_cpu_devices', [1, 2])

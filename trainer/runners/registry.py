@@ -4,7 +4,7 @@ build their runners here.
 
 A runner is its own package under trainer/runners/ and one `register` call
 below. Every runner offers the controller's interface
-(trainer/runtime/controller.py: train, evaluate, predict, export,
+(trainer/runtime/modes.py: train, evaluate, predict, export,
 global_step, latest_checkpoint) and `observe_training(steps, compared)`,
 which verify_migration compares.
 """
@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from trainer.guard import peers
 from trainer.guard import preemption
-from trainer.runtime import controller
+from trainer.runtime import modes
 from trainer.runtime import tf_config
 
 
@@ -97,7 +97,7 @@ def run(params, model_fn, input_fn, serving_input_fn=None):
     from trainer.engines.tf2 import parameter_servers
     return parameter_servers.evaluate_as_sidecar(runner, params)
   try:
-    return controller.run(runner, params)
+    return modes.run(runner, params)
   except tf.errors.OpError as e:
     lost = peers.lost_worker_error(e, params['model_dir'])
     if lost is None:

@@ -1,4 +1,4 @@
 """The shared runtime below every runner: the outer loop per --mode and the
-runner interface (controller), the loop policy (loop, driver, progress),
+runner interface (modes), the loop policy (loop, driver, progress),
 strategies, TF_CONFIG and TPU clusters, checkpoints, serving, profiling,
 start-up, eval summaries and the run guard."""

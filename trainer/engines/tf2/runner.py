@@ -1,6 +1,6 @@
 """Runs an unmodified TPUEstimator model_fn / input_fn pair under tf.distribute.
 
-`Tf2Runner` is the controller's Runner (trainer/runtime/controller.py) and the
+`Tf2Runner` is the controller's Runner (trainer/runtime/modes.py) and the
 engine of the Estimator facade (trainer/facade/): it behaves as TPUEstimator
 does, with TF2 machinery. It owns what the parts share: the strategy, the
 model_fn's variables (model_fn_adapter.ModelFnModule), input, the spec's

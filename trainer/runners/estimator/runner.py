@@ -15,7 +15,7 @@ from trainer.api import model_fns
 from trainer.compat import op_seeds
 from trainer.runners.estimator import loop_hooks as hooks
 from trainer.runtime import checkpoints
-from trainer.runtime import controller
+from trainer.runtime import modes
 from trainer.runtime import loop
 from trainer.runtime import profiling
 from trainer.runtime import serving
@@ -95,7 +95,7 @@ class EstimatorRunner:
   def input_fn(self, mode):
     """The input_fn TPUEstimator is given for `mode` (params["mode"] set,
     random ops seeded as under the tf2 runner)."""
-    input_fn = controller.input_fn_for_mode(self._input_fns[mode], mode)
+    input_fn = modes.input_fn_for_mode(self._input_fns[mode], mode)
 
     def seeded_input_fn(params):  # Named `params`, as TPUEstimator wants.
       with op_seeds.input_fn_op_seeds():

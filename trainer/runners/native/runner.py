@@ -1,6 +1,6 @@
 """The native runner: TF2-native models trained by Orbit.
 
-NativeRunner is the controller's Runner (trainer/runtime/controller.py) for the
+NativeRunner is the controller's Runner (trainer/runtime/modes.py) for the
 Keras models of model_fn/native, with the same input_fn (per input pipeline
 through distribute_datasets_from_function, params['batch_size'] the
 per-replica batch, params['mode'] train|eval|infer, params['context'] the
