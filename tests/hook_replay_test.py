@@ -9,7 +9,7 @@ from input_fn import inputs
 from tests import testutil
 from trainer.compat import tf_private
 from trainer.runners.estimator import runner as estimator_runner
-from trainer.engines.tf2 import runner as tf2_runner
+from trainer.engines.tf2 import engine as tf2_runner
 from trainer.engines.tf2 import session_hooks as hooks_lib
 from trainer.models import builtin
 

@@ -360,16 +360,16 @@ def test_compat_reads_private_tf_attributes():
 def test_the_checks_catch_a_cycle_and_an_upward_import():
   assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
   assert _cycle({'a': {'b'}, 'b': set()}) is None
-  assert _layer('trainer.api.specs') < _layer('trainer.engines.tf2.runner')
-  assert _layer('trainer.engines.tf2.runner') < _layer(
+  assert _layer('trainer.api.specs') < _layer('trainer.engines.tf2.engine')
+  assert _layer('trainer.engines.tf2.engine') < _layer(
       'trainer.facade.estimator')
   assert _layer('trainer.runtime.loop') < _layer('trainer.runners.registry')
   assert _is_entry_point('trainer.legacy.launcher')
   assert not _is_entry_point('trainer.facade.install')
   tree = ast.parse(
       'import importlib\n'
-      'def f():\n  importlib.import_module("trainer.engines.tf2.runner")')
-  assert 'trainer.engines.tf2.runner' in set(_imported_names(tree))
+      'def f():\n  importlib.import_module("trainer.engines.tf2.engine")')
+  assert 'trainer.engines.tf2.engine' in set(_imported_names(tree))
 
 
 def test_the_package_graph_catches_a_cycle_of_packages():

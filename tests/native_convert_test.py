@@ -19,7 +19,7 @@ from model_fn.native import optimization
 from tests import native_tf1
 from tests import testutil
 from trainer.runners.native import convert
-from trainer.engines.tf2 import runner as tf2_runner
+from trainer.engines.tf2 import engine as tf2_runner
 from trainer.runtime import checkpoints
 from trainer.models import builtin
 
@@ -219,7 +219,7 @@ from tests import testutil
 from trainer.models import builtin
 from trainer.runtime import checkpoints
 from trainer.runners.native import convert
-from trainer.engines.tf2 import runner as tf2_runner
+from trainer.engines.tf2 import engine as tf2_runner
 model_dir = sys.argv[1]
 params = testutil.base_params(
     optimizer='adam', lr_schedule='cosine', warmup_steps=2, train_steps=8,

@@ -8,7 +8,7 @@ import pytest
 from input_fn import inputs
 from tests import testutil
 from trainer.runners.estimator import runner as estimator_runner
-from trainer.engines.tf2 import runner as tf2_runner
+from trainer.engines.tf2 import engine as tf2_runner
 from trainer.runtime import profiling
 from trainer.models import builtin
 

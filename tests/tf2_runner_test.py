@@ -13,7 +13,7 @@ import tensorflow as tf
 from input_fn import inputs
 from model_fn import summaries
 from tests import testutil
-from trainer.engines.tf2 import runner as tf2_runner
+from trainer.engines.tf2 import engine as tf2_runner
 from trainer.runtime import modes
 from trainer.models import builtin
 

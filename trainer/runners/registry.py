@@ -120,7 +120,7 @@ def _make_estimator(params, model_fn, input_fn, serving_input_fn, strategy):
 
 def _make_tf2(params, model_fn, input_fn, serving_input_fn, strategy):
   from trainer.engines.tf2 import parameter_servers
-  from trainer.engines.tf2 import runner as tf2_runner
+  from trainer.engines.tf2 import engine as tf2_runner
   logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
                params['num_cpu_devices'])
   role = parameter_servers.task_role()

@@ -2,7 +2,7 @@
 
 The controller owns the outer loop, the evaluation cadence and what is written
 where; a `Runner` (trainer/runners/estimator/runner.py,
-trainer/engines/tf2/runner.py, trainer/runners/native/runner.py) runs steps,
+trainer/engines/tf2/engine.py, trainer/runners/native/runner.py) runs steps,
 evaluations, predictions and exports. Within train() every runner follows one
 loop policy (trainer/runtime/loop.py): on SIGTERM train() checkpoints and
 returns early, and the controller then raises PreemptedError

@@ -37,7 +37,7 @@ from trainer.facade.hooks import hooks as hooks_lib
 from trainer.facade.tpu import util
 from trainer.guard import nonfinite
 from trainer.guard import preemption
-from trainer.engines.tf2 import runner as tf2_runner
+from trainer.engines.tf2 import engine as tf2_runner
 from trainer.runtime import checkpoints
 from trainer.runtime import strategy as strategy_lib
 
