@@ -11,7 +11,7 @@ predictions as the TF1 model_fn, under the strategy params choose
 own copy under model_dir/worker-N).
 
 Orbit runs the steps: an orbit.Controller over a StandardTrainer /
-StandardEvaluator (training.py), one Controller.train call per loop of <=
+StandardEvaluator (orbit_trainer.py), one Controller.train call per loop of <=
 iterations_per_loop steps. What happens between loops is the shared loop policy
 (trainer/runtime/loop.py): the progress line, non-finite checks, checkpoint
 cadence and the SIGTERM stop, as in the other runners; Orbit's own log lines
@@ -42,7 +42,7 @@ from trainer.compat import op_seeds
 from trainer.models import builtin
 from trainer.guard import nonfinite
 from trainer.runners.native import summaries as native_summaries
-from trainer.runners.native import training
+from trainer.runners.native import orbit_trainer
 from trainer.runtime import checkpoints
 from trainer.runtime import driver
 from trainer.runtime import eval_summaries
@@ -212,14 +212,14 @@ class NativeRunner:
     if trainer and self._trainer is None:
       self._summary_writer = tf.summary.create_file_writer(
           self.model_dir, max_queue=self._params['iterations_per_loop'])
-      self._trainer = training.NativeTrainer(
+      self._trainer = orbit_trainer.NativeTrainer(
           self.model, self.optimizer, self._dataset(TRAIN), self._params,
           strategy=self.strategy,
           max_steps_per_loop=self._params['iterations_per_loop'],
           jit_compile=self.jit_compile, summary_writer=self._summary_writer)
       self._controller = None
     if evaluator and self._evaluator is None:
-      self._evaluator = training.NativeEvaluator(
+      self._evaluator = orbit_trainer.NativeEvaluator(
           self.model, self._dataset(EVAL), self._params,
           strategy=self.strategy, num_classes=self._params['num_classes'])
       self._controller = None
