@@ -1,7 +1,7 @@
 """The facade's one link to the tf2 runner: Estimator calls -> Tf2Runner.
 
 Each Estimator call builds one Tf2Runner (as Estimator builds one graph per
-call), restoring model_dir's latest checkpoint, with runner_fns.RunnerFns's
+call), restoring model_dir's latest checkpoint, with estimator_fns.RunnerFns's
 model_fn / input_fn (Estimator's calling conventions) and these settings:
   seed <- RunConfig.tf_random_seed;  keep_checkpoint_max <- same name;
   save_checkpoints_steps / _secs <- same names (a CheckpointSaverHook in
@@ -31,7 +31,7 @@ import tensorflow as tf
 from trainer import config as config_lib
 from trainer.api import specs
 from trainer.facade import run_config
-from trainer.facade.distributed import runner_fns
+from trainer.facade.distributed import estimator_fns
 from trainer.facade.distributed import session_config
 from trainer.facade.hooks import hooks as hooks_lib
 from trainer.facade.tpu import util
@@ -168,7 +168,7 @@ class Backend:
     """A Tf2Runner for one call in `mode`, and its RunnerFns."""
     config = self.model.config
     _check_cluster(config, mode)
-    fns = runner_fns.RunnerFns(self.model, input_fn)
+    fns = estimator_fns.RunnerFns(self.model, input_fn)
     runner = tf2_runner.Tf2Runner(
         self._params(mode, train_steps), fns.model_fn,
         None if input_fn is None else fns.input_fn, model_params={},
