@@ -10,7 +10,7 @@ from tests import testutil
 from trainer.compat import tf_private
 from trainer.runners.estimator import runner as estimator_runner
 from trainer.engines.tf2 import engine as tf2_runner
-from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import hook_runner as hooks_lib
 from trainer.models import builtin
 
 _v1 = tf.compat.v1

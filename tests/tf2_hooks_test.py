@@ -14,7 +14,7 @@ from tests.legacy import digits_cnn
 from trainer.runners import registry as runners
 from trainer.engines.tf2 import model_fn_adapter
 from trainer.engines.tf2 import scaffold as scaffold_lib
-from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import hook_runner as hooks_lib
 
 v1 = tf.compat.v1
 RUNNERS = [pytest.param('estimator', marks=testutil.requires_estimator), 'tf2']

@@ -19,7 +19,7 @@ import os
 import tensorflow as tf
 
 from trainer.compat import facade_private
-from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import hook_runner as hooks_lib
 
 CheckpointSaverHook = tf.compat.v1.train.CheckpointSaverHook
 CheckpointSaverListener = tf.compat.v1.train.CheckpointSaverListener

@@ -43,7 +43,7 @@ from trainer.engines.tf2 import eval_graph
 from trainer.engines.tf2 import graph_check
 from trainer.engines.tf2 import host_graph
 from trainer.engines.tf2 import model_fn_adapter
-from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import hook_runner as hooks_lib
 from trainer.engines.tf2 import spec as spec_lib
 from trainer.runtime import eval_summaries
 from trainer.runtime import predictions as predictions_lib

@@ -23,7 +23,7 @@ import tensorflow as tf
 from trainer.api import errors
 from trainer.compat import checkpoint_init
 from trainer.compat import tf1_semantics
-from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import hook_runner as hooks_lib
 
 
 class ScaffoldError(errors.TrainerError, RuntimeError):

@@ -48,7 +48,7 @@ from trainer.engines.tf2 import model_fn_adapter
 from trainer.engines.tf2 import name_checkpoints
 from trainer.engines.tf2 import parameter_servers
 from trainer.engines.tf2 import scaffold as scaffold_lib
-from trainer.engines.tf2 import session_hooks as hooks_lib
+from trainer.engines.tf2 import hook_runner as hooks_lib
 from trainer.engines.tf2 import summaries
 from trainer.runtime import driver
 from trainer.runtime import profiling

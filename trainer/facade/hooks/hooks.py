@@ -2,7 +2,7 @@
 
 The hook classes are TF core's own (tf.compat.v1.train.*, what tf.estimator
 re-exported). The tf2 runner drives them without a Session
-(trainer/engines/tf2/session_hooks.py): LoggingTensorHook, NanTensorHook,
+(trainer/engines/tf2/hook_runner.py): LoggingTensorHook, NanTensorHook,
 StepCounterHook, SummarySaverHook, StopAtStepHook and hooks written the same way
 see their tensors' values at every step; a CheckpointSaverHook on model_dir sets
 the call's checkpoint cadence and its listeners are called around each save
