@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Bazel lane: builds and tests every target offline with Debian's Bazel.
 #   scripts/bazel_test.sh                 # builds and tests //...
-#   scripts/bazel_test.sh //tests:flags_test   # only these targets
+#   scripts/bazel_test.sh //tests/config:flags_test   # only these targets
 #   scripts/bazel_test.sh --setup         # installs what it needs, no test
 # Installs bazel-bootstrap (Bazel 4.2.3) when `bazel` is missing and the
 # legacy virtualenv the Python toolchain runs on (tools/python/python3.sh).

@@ -41,11 +41,12 @@ fi
 
 # The newest lane (TF 2.21) runs what depends on the TensorFlow version:
 # the runners, the facade, the legacy launcher and the main job.
-NEWEST_TESTS="${NEWEST_TESTS:-tests/main_test.py tests/tf2_runner_test.py
-  tests/native_runner_test.py tests/legacy_estimator_test.py
-  tests/legacy_api_test.py tests/legacy_launcher_test.py
-  tests/legacy_programs_test.py tests/estimator_compat_test.py
-  tests/tf_private_test.py tests/canned/wide_deep_test.py}"
+NEWEST_TESTS="${NEWEST_TESTS:-tests/main/main_test.py
+  tests/engines/tf2_engine_test.py tests/runners/native_runner_test.py
+  tests/facade/estimator_test.py tests/facade/api_test.py
+  tests/launcher/launcher_test.py tests/launcher/programs_test.py
+  tests/api/estimator_names_test.py tests/compat/tf_private_test.py
+  tests/canned/wide_deep_test.py}"
 
 passed=0; failed=0; status=0
 

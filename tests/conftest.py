@@ -45,10 +45,10 @@ _SHARD = int(os.environ.get('TEST_SHARD_INDEX', '0'))
 _LONGEST_FIRST = (
     'tests/canned/canned_test.py', 'tests/migration_doc_test.py',
     'tests/faults/restart_test.py', 'tests/cluster/between_graph_test.py',
-    'tests/bench_smoke_test.py', 'tests/conformance_test.py',
-    'tests/verify_migration_test.py', 'tests/cluster/faults_test.py',
-    'tests/model_fn_test.py', 'tests/cluster/strategies_test.py',
-    'tests/tf2_runner_test.py', 'tests/memory_test.py')
+    'tests/bench_smoke_test.py', 'tests/conformance/conformance_test.py',
+    'tests/main/verify_migration_test.py', 'tests/cluster/faults_test.py',
+    'tests/model_fn/model_fn_test.py', 'tests/cluster/strategies_test.py',
+    'tests/engines/tf2_engine_test.py', 'tests/memory/memory_test.py')
 
 
 def _start_rank(item):

@@ -66,7 +66,7 @@ A bug fails the check by far: a wrong loss scaling moves the loss of step 1
 by the loss itself; a dropped gradient leaves a whole variable behind by up
 to lr per element and step, which moves the next losses; a skipped
 UPDATE_OPS leaves the moving statistics at their initial values
-(tests/verify_migration_test.py injects each).
+(tests/main/verify_migration_test.py injects each).
 
 Batch statistics over several replicas: the one-device estimator normalises
 batch norm over the global batch, each tf2 / native replica over its

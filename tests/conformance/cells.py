@@ -17,7 +17,7 @@ there), while the contract (issue 17, point 6) is the one-device result.
 The project evaluates each replica's batch in turn, as one device.
 
 Expectations on the project, per lane ('new': the installed facade on
-TF >= 2.16, where tests/conformance_test.py runs; '*': every lane):
+TF >= 2.16, where tests/conformance/conformance_test.py runs; '*': every lane):
   refused: {lane: error type}: the project refuses it before any step runs,
       with that project error (a trainer.api.errors.TrainerError);
   differs: {lane: reason}: a known gap, compared and expected to fail

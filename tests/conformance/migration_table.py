@@ -4,7 +4,7 @@
   python -m tests.conformance.migration_table --check  # exit 1 if stale
 
 One row per cell: its axis, what it exercises and its expected outcome on
-each lane (cells.Cell.expectation, which tests/conformance_test.py holds
+each lane (cells.Cell.expectation, which tests/conformance/conformance_test.py holds
 each lane to), written between the BEGIN and END marker comments.
 """
 

@@ -16,7 +16,7 @@
   * TF's FileWriter class, which the facade's FakeSummaryWriter replaces
     while installed (a run-time patch of TF, as tensorflow_estimator's
     fake_summary_writer does), and test_util's meta graph comparison.
-These have not changed from TF 2.15 to 2.21; tests/legacy_api_test.py
+These have not changed from TF 2.15 to 2.21; tests/facade/api_test.py
 reads each on every lane.
 """
 

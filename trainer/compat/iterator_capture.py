@@ -7,7 +7,7 @@ the DatasetV1 methods of the same names) returns `make(dataset)` instead of
 a real iterator: the caller learns the dataset and chooses what get_next()
 gives. These entry points are TF's private dataset_ops module and the
 tf.compat.v1.data API module; the same on TF 2.15-2.21
-(tests/tf2_input_tensors_test.py).
+(tests/engines/tf2_input_tensors_test.py).
 """
 
 import contextlib

@@ -43,7 +43,7 @@ tf.function orders reads after updates made earlier in program order.
 The switches are process-wide (class attributes) and reference-counted, so
 the replica threads of MirroredStrategy can enter and leave concurrently;
 the state found on first entry is restored on last exit. This module is the
-only one that patches TensorFlow classes; tests/tf1_semantics_test.py checks
+only one that patches TensorFlow classes; tests/engines/tf2_tf1_semantics_test.py checks
 every idiom on both lanes.
 """
 

@@ -26,7 +26,7 @@ Seven things the tf2 runner needs have no public API:
   * tf.function's first-call variable creation on its own
     (`create_variables`): get_concrete_function of a function that creates
     variables traces it twice, once creating them and once more without.
-tests/tf_private_test.py covers the first four and the last on every lane,
+tests/compat/tf_private_test.py covers the first four and the last on every lane,
 tf2_hooks_test the fifth, multi_worker_preemption_test the sixth.
 """
 

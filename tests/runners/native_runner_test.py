@@ -81,7 +81,7 @@ def test_trains_evaluates_predicts_exports(tmp_path):
           'ckpt-0.index', 'ckpt-10.index', 'ckpt-20.index']
   assert testutil.latest_step(model_dir) == 20  # The guard's step reader.
   tags = _event_tags(model_dir)
-  # The tags and steps the tf2 runner writes (tests/tf2_runner_test.py):
+  # The tags and steps the tf2 runner writes (tests/engines/tf2_engine_test.py):
   # host_call's at each step's global_step before its update, Estimator's
   # `loss` every save_summary_steps from the first step, global_step/sec.
   assert tags[summaries.LOSS_TAG] == list(range(20))

@@ -7,7 +7,8 @@ import os
 
 
 # The real source tree (under Bazel too, where this file is a symlink).
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.realpath(__file__))))
 _SOURCES = ('trainer', 'model_fn', 'input_fn')
 # Exceptions used for control flow inside one module, never seen by users.
 _INTERNAL = {'NewVariableError', 'UnreadableIndexError'}

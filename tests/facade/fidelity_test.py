@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import legacy_programs_test
 from tests import testutil
+from tests.launcher import programs_test as legacy_programs_test
 
-SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.realpath(__file__))))
 PYTHONS = {lane: os.path.join(SOURCE_ROOT, '.venv', lane, 'bin', 'python')
            for lane in ('legacy', 'modern')}
 TOLERANCE = 1e-6  # verify_migration's float32 tolerance for one replica.
