@@ -139,7 +139,7 @@ def estimator_bench(model_fn, input_fn, root):
 
 
 def tf2_bench(model_fn, input_fn, jit_compile, root):
-  """run(steps) -> steps/s of one Tf2Runner.train call after its first loop,
+  """run(steps) -> steps/s of one Tf2Engine.train call after its first loop,
   as _Clock times the estimator. The clock wraps the runner's loop (a user
   hook would make the runner run one step a loop, as Estimator runs hooks
   after every step): from the end of the first loop to the end of the last,

@@ -13,7 +13,7 @@ import tensorflow as tf
 from input_fn import inputs
 from model_fn import summaries
 from tests import testutil
-from trainer.engines.tf2 import engine as tf2_runner
+from trainer.engines.tf2 import engine as tf2_engine
 from trainer.runtime import modes
 from trainer.models import builtin
 
@@ -25,7 +25,7 @@ MLP_NAMES = {'global_step', 'beta1_power', 'beta2_power'} | {
 def _runner(tmp_path, **overrides):
   params = testutil.base_params(model_dir=str(tmp_path / 'model'),
                                 runner='tf2', **overrides)
-  return tf2_runner.Tf2Runner(params, builtin.model_fn(params['model']),
+  return tf2_engine.Tf2Engine(params, builtin.model_fn(params['model']),
                               inputs.INPUT_FNS[params['input']])
 
 
@@ -221,7 +221,7 @@ def test_summary_ops_in_a_compiled_step_are_refused(tmp_path):
 
   params = testutil.base_params(model_dir=str(tmp_path / 'model'),
                                 runner='tf2', jit_compile='on')
-  runner = tf2_runner.Tf2Runner(params, model_fn, inputs.INPUT_FNS['tfrecord'])
+  runner = tf2_engine.Tf2Engine(params, model_fn, inputs.INPUT_FNS['tfrecord'])
   with pytest.raises(ValueError, match='write summaries with host_call'):
     runner.train(5)
 

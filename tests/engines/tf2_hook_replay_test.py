@@ -9,7 +9,7 @@ from input_fn import inputs
 from tests import testutil
 from trainer.compat import tf_private
 from trainer.runners.estimator import runner as estimator_runner
-from trainer.engines.tf2 import engine as tf2_runner
+from trainer.engines.tf2 import engine as tf2_engine
 from trainer.engines.tf2 import hook_runner as hooks_lib
 from trainer.models import builtin
 
@@ -48,7 +48,7 @@ def _params(tmp_path, runner):
 
 def test_hooks_see_each_step_as_in_a_session(tmp_path):
   recorder = _Recorder()
-  runner = tf2_runner.Tf2Runner(_params(tmp_path, 'tf2'),
+  runner = tf2_engine.Tf2Engine(_params(tmp_path, 'tf2'),
                                 builtin.model_fn('mlp'),
                                 inputs.INPUT_FNS['tfrecord'])
   runner.train(5, hooks=[recorder])
@@ -74,7 +74,7 @@ def test_estimator_hooks_see_the_same_steps(tmp_path):
 
 def test_request_stop_ends_training_after_the_loop(tmp_path):
   recorder = _Recorder(stop_at=3)
-  runner = tf2_runner.Tf2Runner(_params(tmp_path, 'tf2'),
+  runner = tf2_engine.Tf2Engine(_params(tmp_path, 'tf2'),
                                 builtin.model_fn('mlp'),
                                 inputs.INPUT_FNS['tfrecord'])
   runner.train(5, hooks=[recorder])

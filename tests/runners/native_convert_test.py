@@ -19,7 +19,7 @@ from model_fn.native import optimization
 from tests import native_tf1
 from tests import testutil
 from trainer.runners.native import convert
-from trainer.engines.tf2 import engine as tf2_runner
+from trainer.engines.tf2 import engine as tf2_engine
 from trainer.runtime import checkpoints
 from trainer.models import builtin
 
@@ -170,7 +170,7 @@ def test_command_line_on_a_tf2_runner_checkpoint(tmp_path):
   params = testutil.base_params(runner='tf2', model_dir=model_dir,
                                 train_steps=2, iterations_per_loop=2,
                                 mlp_hidden_units=[16])
-  tf2_runner.Tf2Runner(params, builtin.model_fn('mlp'),
+  tf2_engine.Tf2Engine(params, builtin.model_fn('mlp'),
                        inputs.INPUT_FNS[params['input']]).train(2)
   assert testutil.latest_step(model_dir) == 2
   output = str(tmp_path / 'native')
@@ -219,7 +219,7 @@ from tests import testutil
 from trainer.models import builtin
 from trainer.runtime import checkpoints
 from trainer.runners.native import convert
-from trainer.engines.tf2 import engine as tf2_runner
+from trainer.engines.tf2 import engine as tf2_engine
 model_dir = sys.argv[1]
 params = testutil.base_params(
     optimizer='adam', lr_schedule='cosine', warmup_steps=2, train_steps=8,

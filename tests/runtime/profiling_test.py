@@ -8,7 +8,7 @@ import pytest
 from input_fn import inputs
 from tests import testutil
 from trainer.runners.estimator import runner as estimator_runner
-from trainer.engines.tf2 import engine as tf2_runner
+from trainer.engines.tf2 import engine as tf2_engine
 from trainer.runtime import profiling
 from trainer.models import builtin
 
@@ -74,7 +74,7 @@ def test_no_window_never_profiles(recorder):
 
 def test_tf2_runner_writes_a_profile(tmp_path):
   params = _params(tmp_path, 'tf2', [2, 4])
-  runner = tf2_runner.Tf2Runner(params, builtin.model_fn('mlp'),
+  runner = tf2_engine.Tf2Engine(params, builtin.model_fn('mlp'),
                                 inputs.INPUT_FNS['tfrecord'])
   runner.train(6)
   profiles = _profiles(params['model_dir'])

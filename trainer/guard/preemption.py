@@ -2,7 +2,7 @@
 
 Inside `handling_signals()` the first SIGTERM or SIGINT only sets the flag:
 the runner finishes its current loop, writes a checkpoint at that step and
-returns; the controller then raises PreemptedError, which the entry point
+returns; trainer/runtime/modes.py then raises PreemptedError, which the entry point
 turns into exit status 128 + the signal (143 for SIGTERM, 130 for SIGINT).
 A second SIGTERM or SIGINT ends the process at once with the same status,
 also while the first waits for a long step inside TensorFlow (see

@@ -1,3 +1,4 @@
-"""The runners of trainer.main (registry.py, the one runner registry): the
-real TPUEstimator (estimator/), the same model_fn under tf.distribute
-(tf2/) and TF2-native models under Orbit (native/)."""
+"""The runners --runner names (registry.py, the one runner registry): the
+real TPUEstimator (estimator/), the same model_fn under tf.distribute (the
+tf2 engine, trainer/engines/tf2) and TF2-native models under Orbit
+(native/)."""

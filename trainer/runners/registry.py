@@ -3,7 +3,7 @@ it is built; trainer.main, trainer.verify_migration and the benches all
 build their runners here.
 
 A runner is its own package under trainer/runners/ and one `register` call
-below. Every runner offers the controller's interface
+below. Every runner offers the interface of --mode's outer loop
 (trainer/runtime/modes.py: train, evaluate, predict, export,
 global_step, latest_checkpoint) and `observe_training(steps, compared)`,
 which verify_migration compares.
@@ -120,7 +120,7 @@ def _make_estimator(params, model_fn, input_fn, serving_input_fn, strategy):
 
 def _make_tf2(params, model_fn, input_fn, serving_input_fn, strategy):
   from trainer.engines.tf2 import parameter_servers
-  from trainer.engines.tf2 import engine as tf2_runner
+  from trainer.engines.tf2 import engine as tf2_engine
   logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
                params['num_cpu_devices'])
   role = parameter_servers.task_role()
@@ -131,7 +131,7 @@ def _make_tf2(params, model_fn, input_fn, serving_input_fn, strategy):
   if role == 'evaluator' and strategy is None:
     # The evaluator of a cluster evaluates on its own devices (sidecar).
     strategy = (tf.distribute.get_strategy(), 'default')
-  return tf2_runner.Tf2Runner(params, model_fn, input_fn,
+  return tf2_engine.Tf2Engine(params, model_fn, input_fn,
                               serving_input_fn=serving_input_fn,
                               strategy=strategy)
 

@@ -1,11 +1,11 @@
 """The outer loop shared by every runner: what each --mode does.
 
-The controller owns the outer loop, the evaluation cadence and what is written
+`run` owns the outer loop, the evaluation cadence and what is written
 where; a `Runner` (trainer/runners/estimator/runner.py,
 trainer/engines/tf2/engine.py, trainer/runners/native/runner.py) runs steps,
 evaluations, predictions and exports. Within train() every runner follows one
 loop policy (trainer/runtime/loop.py): on SIGTERM train() checkpoints and
-returns early, and the controller then raises PreemptedError
+returns early, and `run` then raises PreemptedError
 (trainer/guard/preemption.py).
 """
 
@@ -25,7 +25,7 @@ PREDICTIONS_FILE = 'predictions.jsonl'
 
 
 class Runner(Protocol):
-  """What the controller needs of a runner."""
+  """What `run` needs of a runner."""
 
   def global_step(self) -> int:
     """The current global step (the latest checkpoint's, 0 without one)."""

@@ -1,1 +1,2 @@
-"""The tf2 runner: an unmodified model_fn / input_fn under tf.distribute."""
+"""The tf2 engine: an unmodified model_fn / input_fn under tf.distribute
+(what --runner=tf2 runs, and the facade's calls under a strategy)."""

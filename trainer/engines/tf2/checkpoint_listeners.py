@@ -6,7 +6,7 @@ CheckpointSaverHook writes: `begin()` before training, `before_save` and
 starts), `end(session, step)` after the last one; `after_save` returning
 True stops training. The tf2 runner writes its checkpoints itself (loop
 policy, trainer/runtime/loop.py) and calls listeners the same way, with a
-HostSession (hooks.py) for `session`.
+HostSession (hook_runner.py) for `session`.
 
 A CheckpointSaverHook handed to train() is honoured by what it means: its
 cadence (steps or seconds) replaces the run's for that call and its

@@ -1,15 +1,17 @@
-"""Runs an unmodified TPUEstimator model_fn / input_fn pair under tf.distribute.
+"""The tf2 engine: an unmodified TPUEstimator model_fn / input_fn pair under
+tf.distribute.
 
-`Tf2Runner` is the controller's Runner (trainer/runtime/modes.py) and the
-engine of the Estimator facade (trainer/facade/): it behaves as TPUEstimator
-does, with TF2 machinery. It owns what the parts share: the strategy, the
-model_fn's variables (model_fn_adapter.ModelFnModule), input, the spec's
-Scaffold (honoured in every mode, scaffold.py) and TF1 name-based
-checkpoints in model_dir (name_checkpoints.py). The parts:
+`Tf2Engine` is what --runner=tf2 runs (a Runner of trainer/runtime/modes.py)
+and the engine of the Estimator facade's calls under a strategy
+(trainer/facade/distributed/): it behaves as TPUEstimator does, with TF2
+machinery. It owns what the parts share: the strategy, the model_fn's
+variables (model_fn_adapter.ModelFnModule), input, the spec's Scaffold
+(honoured in every mode, scaffold.py) and TF1 name-based checkpoints in
+model_dir (name_checkpoints.py). The parts:
   * train.py: the model_fn's own train_op, iterations_per_loop steps per
-    tf.function call, host_call on the host, SessionRunHooks (hooks.py) and
-    Estimator's summaries (summaries.py), following the loop policy
-    (trainer/runtime/loop.py);
+    tf.function call, host_call on the host, SessionRunHooks
+    (hook_runner.py) and Estimator's summaries (summaries.py), following
+    the loop policy (trainer/runtime/loop.py);
   * evaluate.py: evaluation (eval_metrics' metric_fn on the host, or an
     EstimatorSpec's eval_metric_ops in the step) and prediction;
   * export.py: a SavedModel from a serving_input_receiver_fn, with the
@@ -64,7 +66,7 @@ def _input_fns(input_fn):
   return {mode: input_fn.get(mode) for mode in _MODES}
 
 
-class Tf2Runner:
+class Tf2Engine:
   """train / evaluate / predict / export of a model_fn under one strategy."""
 
   def __init__(self, params, model_fn, input_fn=None, *, model_params=None,
@@ -119,7 +121,7 @@ class Tf2Runner:
     """The runner's settings (trainer/params.py keys)."""
     return self._params
 
-  # -- the controller's Runner ------------------------------------------
+  # -- the Runner of trainer/runtime/modes.py ---------------------------
 
   def global_step(self):
     variable = self._global_step_variable

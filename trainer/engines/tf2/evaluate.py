@@ -27,7 +27,7 @@ The loss is the mean of the batches' losses, Estimator's
 `tf.compat.v1.metrics.mean(loss)`. evaluate() writes the result and the
 evaluated checkpoint's path to model_dir/eval (eval_NAME) at its global
 step, as Estimator does, and runs the spec's evaluation_hooks and the
-call's hooks (hooks.py).
+call's hooks (hook_runner.py).
 """
 
 import contextlib
@@ -200,7 +200,7 @@ class _ReplicatedSteps:
 
 
 class Evaluation:
-  """evaluate / predict of a Tf2Runner (its strategy, module, input)."""
+  """evaluate / predict of a Tf2Engine (its strategy, module, input)."""
 
   def __init__(self, runner):
     self.runner = runner

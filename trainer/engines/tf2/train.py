@@ -13,7 +13,7 @@ input_fn anew, as Estimator does. After each loop, on the host:
     its update, as in TF1, so summaries land at TPUEstimator's steps;
   * SessionRunHooks (the call's, the spec's training_hooks and Estimator's
     own loss / global_step/sec summary hooks) see each step's fetches
-    (hooks.py), from the first replica;
+    (hook_runner.py), from the first replica;
   * the loop driver (trainer/runtime/driver.py) decides checkpoints, the
     progress line, non-finite checks and SIGTERM by the loop policy
     (trainer/runtime/loop.py); a hook's request_stop() ends training after
@@ -60,7 +60,7 @@ _TRAIN = estimator_compat.ModeKeys.TRAIN
 
 
 class Training(driver.LoopTrainer):
-  """The training of a Tf2Runner (its strategy, module, input): the loop
+  """The training of a Tf2Engine (its strategy, module, input): the loop
   function, and, for the loop driver (trainer/runtime/driver.py), the
   LoopTrainer of the current train() call."""
 

@@ -1,7 +1,7 @@
-"""The facade's one link to the tf2 runner: Estimator calls -> Tf2Runner.
+"""The facade's one link to the tf2 engine: Estimator calls -> Tf2Engine.
 
-Each Estimator call builds one Tf2Runner (as Estimator builds one graph per
-call), restoring model_dir's latest checkpoint, with estimator_fns.RunnerFns's
+Each Estimator call builds one Tf2Engine (as Estimator builds one graph per
+call), restoring model_dir's latest checkpoint, with estimator_fns.EstimatorFns's
 model_fn / input_fn (Estimator's calling conventions) and these settings:
   seed <- RunConfig.tf_random_seed;  keep_checkpoint_max <- same name;
   save_checkpoints_steps / _secs <- same names (a CheckpointSaverHook in
@@ -18,7 +18,7 @@ model_fn / input_fn (Estimator's calling conventions) and these settings:
       (the local devices: a TF_CONFIG cluster without a strategy trains on
       the graph engine, by between-graph replication, as Estimator).
 Everything else (hooks, listeners, checkpoint cadence, the end of the
-input, eval events, Scaffold, export signatures) is the runner's.
+input, eval events, Scaffold, export signatures) is the engine's.
 """
 
 import dataclasses
@@ -37,7 +37,7 @@ from trainer.facade.hooks import hooks as hooks_lib
 from trainer.facade.tpu import util
 from trainer.guard import nonfinite
 from trainer.guard import preemption
-from trainer.engines.tf2 import engine as tf2_runner
+from trainer.engines.tf2 import engine as tf2_engine
 from trainer.runtime import checkpoints
 from trainer.runtime import strategy as strategy_lib
 
@@ -107,7 +107,7 @@ def _check_checkpoint(path):
 
 
 class Backend:
-  """Runs one facade Estimator's train/evaluate/predict/export on Tf2Runner."""
+  """Runs one facade Estimator's train/evaluate/predict/export on Tf2Engine."""
 
   def __init__(self, model):
     self.model = model
@@ -165,11 +165,11 @@ class Backend:
     return None
 
   def _runner(self, mode, input_fn=None, train_steps=None):
-    """A Tf2Runner for one call in `mode`, and its RunnerFns."""
+    """A Tf2Engine for one call in `mode`, and its EstimatorFns."""
     config = self.model.config
     _check_cluster(config, mode)
-    fns = estimator_fns.RunnerFns(self.model, input_fn)
-    runner = tf2_runner.Tf2Runner(
+    fns = estimator_fns.EstimatorFns(self.model, input_fn)
+    runner = tf2_engine.Tf2Engine(
         self._params(mode, train_steps), fns.model_fn,
         None if input_fn is None else fns.input_fn, model_params={},
         config=config, strategy=self._strategy(mode))

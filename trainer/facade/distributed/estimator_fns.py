@@ -67,7 +67,7 @@ def _variable_names(key):
   return [v.name.split(':')[0] for v in tf.compat.v1.get_collection(key)]
 
 
-class RunnerFns:
+class EstimatorFns:
   """model_fn / input_fn for one runner call of one facade Estimator.
 
   model: trainer.facade.distributed.backend.Model; input_fn: the user's

@@ -1,6 +1,6 @@
 """The native runner: TF2-native models trained by Orbit.
 
-NativeRunner is the controller's Runner (trainer/runtime/modes.py) for the
+NativeRunner is a Runner of trainer/runtime/modes.py for the
 Keras models of model_fn/native, with the same input_fn (per input pipeline
 through distribute_datasets_from_function, params['batch_size'] the
 per-replica batch, params['mode'] train|eval|infer, params['context'] the
@@ -88,7 +88,7 @@ class NativeRunner:
   params: the trainer's params (model and optimizer keys, batch sizes,
   iterations_per_loop, save_checkpoints_steps, keep_checkpoint_max,
   model_dir, input, seed, jit_compile). strategy: a tf.distribute.Strategy
-  (default: trainer/engines/tf2/strategy.make_strategy(params)). input_fn:
+  (default: trainer/runtime/strategy.make_strategy(params)). input_fn:
   input_fn(params) or {'train', 'eval', 'infer': input_fn} (default: the
   built-in params['input']). on_loop_end(step, losses): see the module
   docstring. jit_compile: XLA-compile the replica train step (default:
