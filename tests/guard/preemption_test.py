@@ -93,6 +93,7 @@ def test_sigterm_checkpoints_current_step_and_restart_continues(tmp_path,
 
 @testutil.requires_estimator
 def test_estimator_hooks_stop_training_and_abort_evaluation():
+  from trainer.guard import session_hooks  # pylint: disable=g-import-not-at-top
   from trainer.runners.estimator import loop_hooks as estimator_hooks  # pylint: disable=g-import-not-at-top
   policy = loop.LoopPolicy(save_every_steps=100, steps_per_loop=10,
                            global_batch=8, train_steps=100, model_dir='/m')
@@ -116,12 +117,12 @@ def test_estimator_hooks_stop_training_and_abort_evaluation():
     policy.begin(0, 100)
     train_context, eval_context = Context(), Context()
     hook.after_run(train_context, loss)
-    estimator_hooks.StopEvaluationOnSigtermHook('/m').before_run(eval_context)
+    session_hooks.AbortOnSignalHook('/m').before_run(eval_context)
     assert not train_context.stop_requested and not policy.should_save(7)
     preemption.request()
     hook.after_run(train_context, loss)
     assert train_context.stop_requested
     assert policy.should_save(7)  # The saver hook saves the current step.
     with pytest.raises(preemption.PreemptedError):  # No partial metrics.
-      estimator_hooks.StopEvaluationOnSigtermHook('/m').before_run(
+      session_hooks.AbortOnSignalHook('/m').before_run(
           eval_context)

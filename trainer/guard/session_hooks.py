@@ -6,7 +6,8 @@ TPU loop) that was running: the session then ends normally, and
 Estimator's CheckpointSaverHook writes its checkpoint at that step in its
 end(). `AbortOnSignalHook` stops an evaluation at once with PreemptedError
 (partial metrics would be wrong; an evaluation inside training runs right
-after a checkpoint, so nothing trained is lost).
+after a checkpoint, so nothing trained is lost). The launcher
+(estimator_guard.py) and the estimator runner's evaluate() add them.
 """
 
 import tensorflow as tf

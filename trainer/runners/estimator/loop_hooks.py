@@ -13,7 +13,6 @@ the variables before each save; `ProfilerHook` writes the profile of
 import tensorflow as tf
 
 from trainer.compat import tf_private
-from trainer.guard import preemption
 
 _v1 = tf.compat.v1
 
@@ -92,26 +91,6 @@ class FiniteVariablesListener(_v1.train.CheckpointSaverListener):
 
   def before_save(self, session, global_step_value):
     self._policy.check_variables(session.run(self._finite), global_step_value)
-
-
-class StopEvaluationOnSigtermHook(_v1.train.SessionRunHook):
-  """Evaluation: raises PreemptedError on SIGTERM, so no partial metrics are
-  written."""
-
-  def __init__(self, model_dir):
-    self._model_dir = model_dir
-    self._step = '(evaluation)'
-
-  def begin(self):
-    self._global_step = _v1.train.get_global_step()
-
-  def after_create_session(self, session, coord):
-    del coord  # The evaluated checkpoint's step: where training stopped.
-    if self._global_step is not None:
-      self._step = int(session.run(self._global_step))
-
-  def before_run(self, run_context):
-    preemption.raise_if_requested(self._step, self._model_dir)
 
 
 class ProfilerHook(_v1.train.SessionRunHook):

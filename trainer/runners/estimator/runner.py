@@ -13,10 +13,11 @@ import tensorflow as tf
 from model_fn import layers
 from trainer.api import model_fns
 from trainer.compat import op_seeds
+from trainer.guard import session_hooks
 from trainer.runners.estimator import loop_hooks as hooks
 from trainer.runtime import checkpoints
-from trainer.runtime import modes
 from trainer.runtime import loop
+from trainer.runtime import modes
 from trainer.runtime import profiling
 from trainer.runtime import serving
 from trainer.runtime import tpu_cluster
@@ -136,7 +137,7 @@ class EstimatorRunner:
   def evaluate(self, steps):
     return self.estimator.evaluate(
         self.input_fn('eval'), steps=steps,
-        hooks=[hooks.StopEvaluationOnSigtermHook(self._params['model_dir'])])
+        hooks=[session_hooks.AbortOnSignalHook(self._params['model_dir'])])
 
   def predict(self):
     return self.estimator.predict(self.input_fn('infer'),
