@@ -10,12 +10,14 @@ predictions as the TF1 model_fn, under the strategy params choose
 (trainer/runtime/strategy.py, as the tf2 runner; a non-chief worker keeps its
 own copy under model_dir/worker-N).
 
-Orbit runs the steps: an orbit.Controller over a StandardTrainer /
-StandardEvaluator (orbit_trainer.py), one Controller.train call per loop of <=
-iterations_per_loop steps. What happens between loops is the shared loop policy
-(trainer/runtime/loop.py): the progress line, non-finite checks, checkpoint
-cadence and the SIGTERM stop, as in the other runners; Orbit's own log lines
-would repeat the progress line in another format and are dropped. Summaries: the
+Orbit runs the steps: a StandardTrainer / StandardEvaluator
+(orbit_trainer.py), one StandardTrainer.train call per loop of <=
+iterations_per_loop steps. The loop around those calls is the one every
+runner shares, trainer/runtime/driver.py's, not Orbit's Controller: the
+driver decides with the loop policy (trainer/runtime/loop.py) the progress
+line, non-finite checks, checkpoint cadence and the SIGTERM stop, agreed by
+every worker, as in the tf2 engine, where a Controller would run a second
+outer loop inside it and print its own progress lines. Summaries: the
 TF1 host_call's tags (train/loss, train/learning_rate at each step's global_step
 before its update), Estimator's `loss` and `global_step/sec` (summaries.py) in
 model_dir, and evaluation metrics in model_dir/eval.
@@ -27,15 +29,12 @@ called after each loop before any save: raise to stop without saving, or return
 True to stop after a save.
 """
 
-import contextlib
-import logging as logging_lib
 import os
 import time
 
 from absl import logging
 from model_fn.native import classifier
 from model_fn.native import optimization
-import orbit
 import tensorflow as tf
 from trainer import params as params_lib
 from trainer.compat import op_seeds
@@ -73,13 +72,6 @@ def _input_fns(input_fn, params):
   if missing:
     raise ValueError(f'input_fn has no entry for modes {sorted(missing)}.')
   return dict(input_fn)
-
-
-class _DropOrbitLines(logging_lib.Filter):
-  """Drops Orbit Controller's log lines (the loop policy logs progress)."""
-
-  def filter(self, record):
-    return not record.pathname.endswith(os.path.join('orbit', 'controller.py'))
 
 
 class NativeRunner:
@@ -144,7 +136,6 @@ class NativeRunner:
     self._restore()
     self._trainer = None
     self._evaluator = None
-    self._controller = None
     self._summary_writer = None
     logging.info('native runner: %s, %d replica(s), jit_compile=%s, step %d.',
                  type(self.strategy).__name__, self.num_replicas,
@@ -206,10 +197,9 @@ class NativeRunner:
 
   # -- Orbit ------------------------------------------------------------------
 
-  def _controller_for(self, *, trainer=False, evaluator=False):
-    """The Controller, with the trainer / evaluator asked for made first
-    (each input pipeline only when it is needed)."""
-    if trainer and self._trainer is None:
+  def _trainer_for(self):
+    """The Orbit trainer, made (with its input pipeline) on first use."""
+    if self._trainer is None:
       self._summary_writer = tf.summary.create_file_writer(
           self.model_dir, max_queue=self._params['iterations_per_loop'])
       self._trainer = orbit_trainer.NativeTrainer(
@@ -217,44 +207,24 @@ class NativeRunner:
           strategy=self.strategy,
           max_steps_per_loop=self._params['iterations_per_loop'],
           jit_compile=self.jit_compile, summary_writer=self._summary_writer)
-      self._controller = None
-    if evaluator and self._evaluator is None:
+    return self._trainer
+
+  def _evaluator_for(self):
+    """The Orbit evaluator, made (with its input pipeline) on first use."""
+    if self._evaluator is None:
       self._evaluator = orbit_trainer.NativeEvaluator(
           self.model, self._dataset(EVAL), self._params,
           strategy=self.strategy, num_classes=self._params['num_classes'])
-      self._controller = None
-    if self._controller is None:
-      self._controller = orbit.Controller(
-          global_step=self.optimizer.iterations, trainer=self._trainer,
-          evaluator=self._evaluator, strategy=self.strategy,
-          steps_per_loop=(self._params['iterations_per_loop']
-                          if self._trainer else None))
-    return self._controller
-
-  @contextlib.contextmanager
-  def _orbit_output(self):
-    """Orbit prints its log lines to stdout and logs them: keep stdout for
-    results and the log for the one progress line format."""
-    drop = _DropOrbitLines()
-    absl_logger = logging.get_absl_logger()
-    absl_logger.addFilter(drop)
-    try:
-      with open(os.devnull, 'w') as devnull, contextlib.redirect_stdout(
-          devnull):
-        yield
-    finally:
-      absl_logger.removeFilter(drop)
+    return self._evaluator
 
   # -- training ---------------------------------------------------------------
 
   def train_loop(self, num_steps):
     """Runs `num_steps` (<= iterations_per_loop) steps, no checkpoint; their
     losses."""
-    controller = self._controller_for(trainer=True)
-    with self._orbit_output():
-      controller.train(self.global_step() + num_steps,
-                       checkpoint_at_completion=False)
-    return self._trainer.loop_losses()
+    trainer = self._trainer_for()
+    trainer.train(tf.convert_to_tensor(num_steps, dtype=tf.int32))
+    return trainer.loop_losses()
 
   def train_steps(self, num_steps):
     """Runs `num_steps` steps in loops of <= iterations_per_loop, without
@@ -297,11 +267,11 @@ class NativeRunner:
     self._require_checkpoint('evaluate')
     if steps is not None and steps < 1:
       raise ValueError(f'`steps` ({steps}) must be positive or None.')
-    controller = self._controller_for(evaluator=True)
-    with self._orbit_output():
-      output = controller.evaluate(-1 if steps is None else steps)
+    evaluator = self._evaluator_for()
+    output = evaluator.evaluate(
+        tf.convert_to_tensor(-1 if steps is None else steps, dtype=tf.int32))
     result = {k: float(v) for k, v in output.items()
-              if k in self._evaluator.metrics}
+              if k in evaluator.metrics}
     step = self.global_step()
     eval_summaries.write_eval_summary(eval_summaries.eval_dir(self.model_dir),
                                       result, step, self.latest_checkpoint())
