@@ -25,6 +25,7 @@ model_dir, config, params, model_fn. Subclasses may not override them.
 """
 
 import collections
+import contextlib
 import copy
 import os
 import tempfile
@@ -36,13 +37,10 @@ from trainer.compat import estimator_calls
 from trainer.compat import tf_private
 from trainer.compat import v2_behavior as behavior
 from trainer.facade import run_config
-from trainer.facade.distributed import backend
 from trainer.engines.graph import distributed_train
-from trainer.engines.graph import evaluate as graph_evaluate
-from trainer.engines.graph import export as graph_export
-from trainer.engines.graph import predict as graph_predict
+from trainer.engines.graph import engine as graph_engine
 from trainer.engines.graph import program as program_lib
-from trainer.engines.graph import train as graph_train
+from trainer.facade.distributed import backend
 from trainer.runtime import checkpoints
 from trainer.runtime import strategy as strategy_lib
 
@@ -319,6 +317,20 @@ class Estimator:
         model_fn=self._model_fn, params=self._params, config=self._config,
         warm_start=self._warm_start_settings))
 
+  @contextlib.contextmanager
+  def _engine(self, mode):
+    """The engine (trainer/engines/engine.py) of a `mode` call: the tf2
+    engine, through distributed/backend.py and inside tf2_behavior(), where
+    _needs_tf2 says; else the graph engine (under the train_distribute
+    strategy Estimator ran in its graph, for training)."""
+    if self._needs_tf2(mode):
+      with behavior.tf2_behavior():
+        yield self._backend()
+      return
+    strategy = (_graph_strategy(self._config)
+                if mode == specs.ModeKeys.TRAIN else None)
+    yield graph_engine.GraphEngine(self._program(), strategy=strategy)
+
   # -- train ----------------------------------------------------------------
 
   def train(self, input_fn, hooks=None, steps=None, max_steps=None,
@@ -346,17 +358,9 @@ class Estimator:
     hooks.extend(self._convert_train_steps_to_hooks(steps, max_steps))
     saving_listeners = _check_listeners_type(saving_listeners)
     _check_not_coordinated(self._config, 'train')
-    if self._needs_tf2(specs.ModeKeys.TRAIN):
-      with behavior.tf2_behavior():
-        loss = self._backend().train(input_fn, hooks=hooks,
-                                     listeners=saving_listeners)
-    elif _graph_strategy(self._config):
-      loss = distributed_train.train(self._program(),
-                                     _graph_strategy(self._config), input_fn,
-                                     hooks, saving_listeners)
-    else:
-      loss = graph_train.train(self._program(), input_fn, hooks,
-                               saving_listeners)
+    with self._engine(specs.ModeKeys.TRAIN) as engine:
+      loss = engine.train(input_fn=input_fn, hooks=hooks,
+                          saving_listeners=saving_listeners)
     _v1.logging.info('Loss for final step: %s.', loss)
     return self
 
@@ -371,30 +375,22 @@ class Estimator:
                name=None):
     """Metrics of the latest (or the given) checkpoint, with global_step."""
     hooks = _check_hooks_type(hooks)
-    if self._needs_tf2(specs.ModeKeys.EVAL):
-      if steps is not None and steps <= 0:
-        raise ValueError(f'Must specify steps > 0, given: {steps}')
-      with behavior.tf2_behavior():
-        return self._backend().evaluate(input_fn, steps=steps,
-                                        checkpoint_path=checkpoint_path,
-                                        hooks=hooks, name=name)
-    return graph_evaluate.evaluate(self._program(), input_fn, steps, hooks,
-                                   checkpoint_path, name)
+    if steps is not None and steps <= 0:
+      raise ValueError(f'Must specify steps > 0, given: {steps}')
+    with self._engine(specs.ModeKeys.EVAL) as engine:
+      return engine.evaluate(steps, input_fn=input_fn,
+                             checkpoint_path=checkpoint_path, hooks=hooks,
+                             name=name)
 
   def predict(self, input_fn, predict_keys=None, hooks=None,
               checkpoint_path=None, yield_single_examples=True):
     """Yields predictions (see tf.estimator.Estimator.predict)."""
     hooks = _check_hooks_type(hooks)
-    if self._needs_tf2(specs.ModeKeys.PREDICT):
-      with behavior.tf2_behavior():
-        yield from self._backend().predict(
-            input_fn, checkpoint_path=checkpoint_path, hooks=hooks,
-            yield_single_examples=yield_single_examples,
-            predict_keys=predict_keys)
-      return
-    yield from graph_predict.predict(self._program(), input_fn, predict_keys,
-                                     hooks, checkpoint_path,
-                                     yield_single_examples)
+    with self._engine(specs.ModeKeys.PREDICT) as engine:
+      yield from engine.predict(
+          input_fn=input_fn, checkpoint_path=checkpoint_path, hooks=hooks,
+          yield_single_examples=yield_single_examples,
+          predict_keys=predict_keys)
 
   # -- export ---------------------------------------------------------------
 
@@ -437,10 +433,10 @@ class Estimator:
                                assets_extra=None, as_text=False,
                                checkpoint_path=None,
                                strip_default_attrs=True):
-    return graph_export.export_all(
-        self._program(), export_dir_base, input_receiver_fn_map,
-        assets_extra=assets_extra, as_text=as_text,
-        checkpoint_path=checkpoint_path,
+    # Every export runs on the graph engine, as Estimator exports.
+    return graph_engine.GraphEngine(self._program()).export_all(
+        export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
+        as_text=as_text, checkpoint_path=checkpoint_path,
         strip_default_attrs=strip_default_attrs)
 
 

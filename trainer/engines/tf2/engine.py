@@ -1,13 +1,13 @@
 """The tf2 engine: an unmodified TPUEstimator model_fn / input_fn pair under
 tf.distribute.
 
-`Tf2Engine` is what --runner=tf2 runs (a Runner of trainer/runtime/modes.py)
-and the engine of the Estimator facade's calls under a strategy
-(trainer/facade/distributed/): it behaves as TPUEstimator does, with TF2
-machinery. It owns what the parts share: the strategy, the model_fn's
-variables (model_fn_adapter.ModelFnModule), input, the spec's Scaffold
-(honoured in every mode, scaffold.py) and TF1 name-based checkpoints in
-model_dir (name_checkpoints.py). The parts:
+`Tf2Engine` is an Engine (trainer/engines/engine.py): what --runner=tf2
+runs (a Runner of trainer/runtime/modes.py) and the engine of the Estimator
+facade's calls under a strategy (trainer/facade/distributed/): it behaves
+as TPUEstimator does, with TF2 machinery. It owns what the parts share: the
+strategy, the model_fn's variables (model_fn_adapter.ModelFnModule), input,
+the spec's Scaffold (honoured in every mode, scaffold.py) and TF1 name-based
+checkpoints in model_dir (name_checkpoints.py). The parts:
   * train.py: the model_fn's own train_op, iterations_per_loop steps per
     tf.function call, host_call on the host, SessionRunHooks
     (hook_runner.py) and Estimator's summaries (summaries.py), following

@@ -107,7 +107,9 @@ def _check_checkpoint(path):
 
 
 class Backend:
-  """Runs one facade Estimator's train/evaluate/predict/export on Tf2Engine."""
+  """Runs one facade Estimator's train / evaluate / predict on Tf2Engine, with
+  the Engine interface's arguments (trainer/engines/engine.py); exports run
+  on the graph engine."""
 
   def __init__(self, model):
     self.model = model
@@ -177,13 +179,15 @@ class Backend:
                        runner.strategy_kind == 'tpu')
     return runner, fns
 
-  def train(self, input_fn, *, hooks, listeners):
-    """Trains from model_dir's latest checkpoint until a StopAtStepHook of
-    `hooks` says (or the input ends), with the call's hooks and listeners;
-    returns the loss of the last step trained (None if none was), which
-    Estimator logs as 'Loss for final step'."""
-    start = checkpoints.latest_checkpoint_step(self.model.model_dir) or 0
-    to_step = hooks_lib.stop_step(hooks, start)
+  def train(self, to_step=None, *, input_fn=None, hooks=(),
+            saving_listeners=()):
+    """Trains from model_dir's latest checkpoint to `to_step` (None: until a
+    StopAtStepHook of `hooks` says, or the input ends), with the call's hooks
+    and listeners; returns the loss of the last step trained (None if none
+    was), which Estimator logs as 'Loss for final step'."""
+    if to_step is None:
+      start = checkpoints.latest_checkpoint_step(self.model.model_dir) or 0
+      to_step = hooks_lib.stop_step(hooks, start)
     runner, _ = self._runner(specs.ModeKeys.TRAIN, input_fn, to_step)
     # Under a strategy TensorFlow may take SIGTERM over (multi-worker): the
     # runner stops at a loop's end with a checkpoint, every worker at the
@@ -191,7 +195,8 @@ class Backend:
     with preemption.handling_signals(
         self.model.model_dir if self.model.config.is_chief else None):
       try:
-        loss = runner.train(to_step, hooks=hooks, saving_listeners=listeners)
+        loss = runner.train(to_step, hooks=hooks,
+                            saving_listeners=saving_listeners)
       except nonfinite.NonFiniteLossError as e:
         raise hooks_lib.NanLossDuringTrainingError() from e
       if preemption.requested():
@@ -202,7 +207,8 @@ class Backend:
         raise SystemExit(preemption.exit_status())
     return loss
 
-  def evaluate(self, input_fn, *, steps, checkpoint_path, hooks, name):
+  def evaluate(self, steps=None, *, input_fn=None, checkpoint_path=None,
+               hooks=(), name=None):
     """Estimator.evaluate's dict (the runner writes model_dir/eval[_name])."""
     _check_checkpoint(checkpoint_path)
     runner, _ = self._runner(specs.ModeKeys.EVAL, input_fn)
@@ -216,8 +222,8 @@ class Backend:
     result['global_step'] = step  # (The runner logged 'Saving dict ...'.)
     return result
 
-  def predict(self, input_fn, *, checkpoint_path, hooks,
-              yield_single_examples, predict_keys):
+  def predict(self, *, input_fn=None, checkpoint_path=None, hooks=(),
+              yield_single_examples=True, predict_keys=None):
     """Yields Estimator.predict's values: per example (or batch), keys
     filtered as Estimator filters them."""
     _check_checkpoint(checkpoint_path)
