@@ -266,11 +266,17 @@ class Tf2Engine:
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 
-  def call_model_fn(self, features, labels, mode):
-    """The model_fn's normalised spec on this runner's variables (call it
-    in a trace)."""
-    return spec_lib.normalize(
-        self.module(features, labels, mode, self.model_params(mode)), mode)
+  def call_model_fn(self, features, labels, mode, batch_size=None):
+    """The model_fn's normalised spec on this engine's variables (call it
+    in a trace): the one place the engine calls the model_fn (export.py
+    traces its own copy with model_params(PREDICT, export=True)).
+    params['batch_size'] is the per-replica batch, or `batch_size` when
+    given (an evaluation of one device's whole batch)."""
+    params = self.model_params(mode)
+    if batch_size is not None:
+      params['batch_size'] = batch_size
+    return spec_lib.normalize(self.module(features, labels, mode, params),
+                              mode)
 
   @contextlib.contextmanager
   def scope(self):

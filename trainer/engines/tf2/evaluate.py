@@ -44,7 +44,6 @@ from trainer.engines.tf2 import graph_check
 from trainer.engines.tf2 import host_graph
 from trainer.engines.tf2 import model_fn_adapter
 from trainer.engines.tf2 import hook_runner as hooks_lib
-from trainer.engines.tf2 import spec as spec_lib
 from trainer.runtime import eval_summaries
 from trainer.runtime import predictions as predictions_lib
 from trainer.runtime import strategy as strategy_lib
@@ -248,11 +247,9 @@ class Evaluation:
     """The model_fn's EVAL spec on the whole batch of one device:
     params['batch_size'] is the global eval batch, as under Estimator."""
     runner = self.runner
-    params = runner.model_params(estimator_compat.ModeKeys.EVAL)
-    params['batch_size'] = runner.batch_size(estimator_compat.ModeKeys.EVAL)
-    spec = spec_lib.normalize(
-        runner.module(features, labels, estimator_compat.ModeKeys.EVAL, params),
-        estimator_compat.ModeKeys.EVAL)
+    mode = estimator_compat.ModeKeys.EVAL
+    spec = runner.call_model_fn(features, labels, mode,
+                                batch_size=runner.batch_size(mode))
     if spec.loss is None:
       raise ValueError('model_fn returned no loss in EVAL.')
     return spec
