@@ -7,9 +7,13 @@ flags.py) and its imports, function-level ones and
   * the module import graph has no cycle, and neither has the graph of its
     packages (trainer/api, trainer/compat, trainer/runtime, ..., model_fn,
     input_fn; a module directly in trainer/ counts as a package of its own);
-  * the layers hold (LAYERS, lowest first; docs/layout.md lists them): a
-    module imports its own layer and lower ones only, never an entry point;
-    only entry points install the facade (trainer.facade.install);
+  * the layers hold (LAYERS, lowest first; docs/layout.md lists them):
+    compat and api, model code, the runtime, the configuration, the engines,
+    what the front ends run (the runner registry and the facade), and the
+    front ends (ENTRY_POINTS) on top. A module imports its own layer and
+    lower ones only, never an entry point; the runner registry and the
+    facade never import each other; only entry points install the facade
+    (trainer.facade.install);
   * trainer/ keeps few loose modules: the entry points and the
     configuration (LOOSE_MODULES); everything else lives in a package;
   * only trainer/compat touches TensorFlow's internals: no other module of
@@ -37,10 +41,11 @@ from tests import testutil
 # The real source tree (under Bazel too, as build_files_test: not runfiles).
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 PACKAGES = ('trainer', 'model_fn', 'input_fn')
-# Entry points: what a user runs (modules, or packages: every module in
-# them); they may install the facade and import any layer.
+# Entry points, the front ends: what a user runs (modules, or packages:
+# every module in them); they may install the facade and import any layer.
 ENTRY_POINTS = ('trainer.main', 'trainer.verify_migration', 'trainer.legacy',
-                'trainer.memory.__main__', 'trainer.runners.native.convert')
+                'trainer.migrate', 'trainer.memory.__main__',
+                'trainer.runners.native.convert')
 # Layers, lowest first (/work/plan/LAYOUT.md's, in the order the code
 # imports them: the runtime and the guard read model_fn/input_fn's record
 # format and serving preprocessing, so those sit below them). A module of a
@@ -53,9 +58,11 @@ LAYERS = [
     ('flags', 'trainer.config', 'trainer.params', 'trainer.user_flags',
      'trainer.models', 'trainer.memory'),
     ('trainer.engines',),
-    ('trainer.runners',),
-    ('trainer.facade',),
+    ('trainer.runners', 'trainer.facade'),
 ]
+# The libraries of the front ends: trainer.main's runners (--runner) and
+# the tf.estimator facade; each reaches the engines on its own.
+FRONT_END_LIBRARIES = ('trainer.runners', 'trainer.facade')
 # The only modules directly in trainer/: entry points and configuration.
 LOOSE_MODULES = {'__init__.py', 'main.py', 'verify_migration.py',
                  'config.py', 'params.py', 'user_flags.py'}
@@ -313,6 +320,22 @@ def test_imports_go_down_the_layers():
   assert not upward, 'imports of a higher layer:\n' + '\n'.join(upward)
 
 
+def _front_end_crossings(graph):
+  """['a -> b'] of imports between two FRONT_END_LIBRARIES (entry points,
+  which may import both, excepted)."""
+  return sorted(
+      f'{m} -> {d}' for m, deps in graph.items() for d in deps
+      for a in FRONT_END_LIBRARIES for b in FRONT_END_LIBRARIES
+      if a != b and _within(m, a) and _within(d, b) and
+      not _is_entry_point(m))
+
+
+def test_front_end_libraries_do_not_import_each_other():
+  crossing = _front_end_crossings(_graph())
+  assert not crossing, 'front-end libraries import each other:\n' + (
+      '\n'.join(crossing))
+
+
 def test_only_entry_points_install_the_facade():
   installers = sorted(m for m, deps in _graph().items()
                       if 'trainer.facade.install' in deps and
@@ -364,7 +387,15 @@ def test_the_checks_catch_a_cycle_and_an_upward_import():
   assert _layer('trainer.engines.tf2.engine') < _layer(
       'trainer.facade.estimator')
   assert _layer('trainer.runtime.loop') < _layer('trainer.runners.registry')
+  assert _layer('trainer.runtime.loop') < _layer(
+      'trainer.engines.graph.program') < _layer('trainer.facade.estimator')
   assert _is_entry_point('trainer.legacy.launcher')
+  assert _is_entry_point('trainer.migrate')
+  assert _front_end_crossings({
+      'trainer.runners.registry': {'trainer.facade.estimator'},
+      'trainer.runners.native.convert': {'trainer.facade.install'},
+      'trainer.facade.estimator': {'trainer.engines.graph.engine'}}) == [
+          'trainer.runners.registry -> trainer.facade.estimator']
   assert not _is_entry_point('trainer.facade.install')
   tree = ast.parse(
       'import importlib\n'
