@@ -13,6 +13,12 @@
 #                                   # and the main job, NEWEST_TESTS)
 #   scripts/test.sh legacy          # one lane; extra args go to pytest:
 #   scripts/test.sh legacy -k flags # (legacy: the same tests, pytest only)
+#   scripts/test.sh fast            # the fast tier: the in-process tests of
+#                                   # tests/fast_tier.txt on the modern
+#                                   # lane, about a minute; what a
+#                                   # developer runs first (every lane above
+#                                   # runs these tests too, so CI does not
+#                                   # run this one)
 # With every lane, newest runs beside suite (its output printed after it).
 # Prints one closing line 'N passed, N failed' over all lanes; exits non-zero
 # if any lane failed or ran no test. The pytest lanes run TEST_JOBS workers
@@ -82,7 +88,9 @@ count() {  # count LANE_OUTPUT_FILE: add the lane's closing counts.
 run_lane() {  # run_lane LANE [PYTEST ARGS...]: runs the lane; its exit code.
   local lane=$1 jobs workers tests
   shift
-  if [[ "$lane" == bazel ]]; then
+  if [[ "$lane" == fast ]]; then  # The modules of tests/fast_tier.txt.
+    run_lane modern -m fast $(grep -v '^#' tests/fast_tier.txt) "$@"
+  elif [[ "$lane" == bazel ]]; then
     bash scripts/bazel_test.sh "$@"
   elif [[ "$lane" == corpus ]]; then
     bash scripts/corpus.sh
@@ -113,7 +121,7 @@ trap 'for p in "${side_pid[@]}"; do pkill -TERM -P "$p"; done 2>/dev/null' EXIT
 for lane in "${lanes[@]}"; do
   start=$SECONDS
   case "$lane" in
-    modern) ;; newest) await newest ;; *) await legacy ;;
+    modern|fast) ;; newest) await newest ;; *) await legacy ;;
   esac
   if [[ -n "${side_pid[$lane]:-}" ]]; then  # Started beside an earlier lane.
     wait "${side_pid[$lane]}"; rc=$?; unset "side_pid[$lane]"

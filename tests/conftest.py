@@ -1,6 +1,7 @@
-"""pytest setup: the repo root on sys.path, quiet TF C++ logs, and no test
-may leave a file in the checkout."""
+"""pytest setup: the repo root on sys.path, quiet TF C++ logs, no test may
+leave a file in the checkout, and the fast tier stays in-process."""
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -51,6 +52,73 @@ _LONGEST_FIRST = (
     'tests/engines/tf2_engine_test.py', 'tests/memory/memory_test.py')
 
 
+# The fast tier (`bash scripts/test.sh fast`, marker `fast`): the
+# in-process tests a developer runs first, about a minute on the 2-core
+# machine; tests/fast_tier.txt lists its modules. A test of them that starts
+# a subprocess, forks, or starts a tf.distribute.Server fails, naming what
+# it started (checked in every lane, so the tier stays in-process); the
+# full lanes run these tests too.
+FAST_TIER_FILE = os.path.join(REPO_ROOT, 'tests', 'fast_tier.txt')
+
+
+def _fast_tier():
+  """The test modules of tests/fast_tier.txt (repository-relative)."""
+  with open(FAST_TIER_FILE, encoding='utf-8') as f:
+    return tuple(line.strip() for line in f
+                 if line.strip() and not line.startswith('#'))
+
+
+FAST_TIER = _fast_tier()
+
+
+def pytest_configure(config):
+  config.addinivalue_line(
+      'markers', 'fast: the fast tier (tests/fast_tier.txt): '
+      'in-process only, no subprocess, no cluster')
+
+
+_exempt = []  # Non-empty while conftest's own git check runs.
+
+
+@contextlib.contextmanager
+def in_process_only(test):
+  """Within the block, starting a subprocess, forking or starting a
+  tf.distribute.Server raises RuntimeError naming `test` and what it
+  started (conftest's own checkout check excepted)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def refuse(what, original):
+    def refused(*args, **kwargs):
+      if _exempt:
+        return original(*args, **kwargs)
+      raise RuntimeError(
+          f'{test} is in the fast tier, which runs in-process, and started '
+          f'{what}: take its module out of tests/fast_tier.txt.')
+    return refused
+
+  patched = [(subprocess.Popen, '__init__', 'a subprocess'),
+             (os, 'fork', 'a fork'),
+             (tf.distribute.Server, '__init__', 'a tf.distribute.Server')]
+  saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
+  for (owner, name, what), (_, _, original) in zip(patched, saved):
+    setattr(owner, name, refuse(what, original))
+  try:
+    yield
+  finally:
+    for owner, name, original in saved:
+      setattr(owner, name, original)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+  del nextitem
+  if item.get_closest_marker('fast') is None:
+    yield
+    return
+  with in_process_only(item.nodeid):
+    yield
+
+
 def _start_rank(item):
   module = item.nodeid.split('::', 1)[0]
   if module in _LONGEST_FIRST:
@@ -59,6 +127,9 @@ def _start_rank(item):
 
 
 def pytest_collection_modifyitems(config, items):
+  for item in items:
+    if item.nodeid.split('::', 1)[0] in FAST_TIER:
+      item.add_marker(pytest.mark.fast)
   items.sort(key=_start_rank)  # Stable: each module's own order is kept.
   if _SHARDS <= 1:
     return
@@ -80,12 +151,15 @@ def untracked_files(root=REPO_ROOT):
   outside a git checkout (Bazel's runfiles) or without git."""
   if not os.path.exists(os.path.join(root, '.git')):
     return None
+  _exempt.append(True)  # A check of this conftest's, also in the fast tier.
   try:
     listed = subprocess.run(
         ['git', '-C', root, 'ls-files', '--others', '--exclude-standard',
          '-z'], capture_output=True, check=True, timeout=60).stdout
   except (OSError, subprocess.SubprocessError):
     return None
+  finally:
+    _exempt.pop()
   return set(filter(None, listed.decode('utf-8', 'replace').split('\0')))
 
 
