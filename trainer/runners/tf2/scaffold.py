@@ -23,6 +23,7 @@ import tensorflow as tf
 from trainer.api import errors
 from trainer.compat import checkpoint_init
 from trainer.compat import tf1_semantics
+from trainer.guard import checkpoint_fit
 from trainer.runners.tf2 import session_hooks as hooks_lib
 
 
@@ -78,6 +79,9 @@ def _restore(saver, checkpoint_path):
     local = first_copy(var_list)
   else:
     local = var_list
+  if local is not None:  # Before anything is restored: does it fit?
+    checkpoint_fit.check_var_list(local, checkpoint_path,
+                                  reshape=tf1_semantics.saver_reshapes(saver))
   with tf1_semantics.graph_semantics():
     if distributed:
       saver = tf1_semantics.saver_like(saver, local)
