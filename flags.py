@@ -268,9 +268,11 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'from.', flag_values=f)
   flags.DEFINE_boolean(
       'overwrite_model_dir', _D.overwrite_model_dir,
-      'When --model_dir holds a run of a different model configuration, '
-      'delete it and start over (otherwise: refuse). A run of the same '
-      'configuration is always resumed.', flag_values=f)
+      'Destructive, the last resort: when --model_dir holds a run of a '
+      'different model configuration, delete that run (its checkpoints, '
+      'summaries, exports) and start over (otherwise: refuse; prefer a new '
+      '--model_dir). A run of the same configuration is always resumed.',
+      flag_values=f)
 
   _define_validators(f, validate_on or f)
 

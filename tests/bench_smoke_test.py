@@ -16,6 +16,10 @@ from tests import testutil
 
 # bench module -> regexes its smoke output must match (one figure each).
 _EXPECTED = {
+    'checkpoint_fit': [r'^mlp checkpoint: \d+ variables',
+                       r'^read the checkpoint map\s+[\d.]+ ms',
+                       r'^check_saver \(whole check\)\s+[\d.]+ ms',
+                       r'^restore, for scale\s+[\d.]+ ms'],
     'input': [r'input_fn\s+[\d.]+ batches/s',
               r'training step, synthetic input\s+[\d.]+ steps/s',
               r'training step, real input\s+[\d.]+ steps/s\s+\([\d.]+x synthetic',

@@ -941,7 +941,10 @@ def test_export_with_a_checkpoint_as_the_scaffold_saver(tmp_path):
 
   exporter = _API.Estimator(checkpoint_saver_model_fn,
                             model_dir=est.model_dir, params={})
-  with pytest.raises(ValueError, match='Could not load all requested'):
+  # The facade names what the checkpoint lacks before restoring
+  # (trainer/guard/checkpoint_fit.py); Estimator fails in the restore.
+  with pytest.raises(ValueError, match='Could not load all requested|'
+                     'weights: not in the checkpoint'):
     exporter.export_saved_model(str(tmp_path / 'export'), _serving_input_fn)
   weights = tf.train.Checkpoint(weights=tf.Variable(
       est.get_variable_value('linear/w')))
@@ -992,7 +995,9 @@ def test_export_all_restores_the_checkpoint_into_every_mode(tmp_path):
   features, labels = next(iter(eval_input_fn()))
   receiver_fn = _API.build_raw_supervised_input_receiver_fn(
       {'x': features['x']}, labels)
-  with pytest.raises(ValueError, match='mode `infer` while restoring'):
+  # Estimator fails in the restore; the facade names the variable first.
+  with pytest.raises(ValueError, match='mode `infer` while restoring|'
+                     'predict_only: not in the checkpoint'):
     exporter.experimental_export_all_saved_models(
         str(tmp_path / 'export'), {ModeKeys.TRAIN: receiver_fn,
                                    ModeKeys.PREDICT: _serving_input_fn})

@@ -168,6 +168,39 @@ CASES = [
          'TPUEstimator).',
          ['faults/misuse_test.py::test_a_model_fn_returning_a_dict'],
          'nothing trained or written'),
+    Case('changed-model', 'the same program restarted with a changed model '
+         '(a hidden layer 16 → 32 wide; `trainer.main`: a setting its '
+         'record does not hold, or a model_dir without one)', BOTH, '1',
+         'error: checkpoint {CKPT} does not fit the model: {VARIABLE} is '
+         '{OLD} there and {NEW} in the model{MORE}. Nothing was restored. '
+         'To train this model, use a new model_dir; to start it from these '
+         'weights where they fit, warm-start from this checkpoint (in an '
+         "Estimator program: warm_start_from=tf.estimator.WarmStartSettings("
+         "'{CKPT}', vars_to_warm_start=[...the variables that fit]); with "
+         'trainer.main: --init_checkpoint={CKPT}, when every model variable '
+         'fits, e.g. after a change of optimizer).',
+         ['faults/model_fit_test.py::'
+          'test_a_changed_model_is_refused_before_any_step'],
+         'refused in train, evaluate, predict and export before the restore, '
+         'every differing variable listed below; nothing trained or written '
+         '(TF 2.15 launcher: Estimator\'s events file of the graph); the '
+         'checkpoint stays the latest and loads; the same model resumes'),
+    Case('changed-config', '`trainer.main` restarted with another model '
+         'setting (--mlp_hidden_units, --optimizer, classes, image shape)',
+         ('main',), '1',
+         'error: --model_dir={MODEL_DIR} holds a run of another model '
+         'configuration ({DIFFS}; recorded in '
+         '{MODEL_DIR}/trainer_config.json). Nothing was changed. To train '
+         'this configuration, use a new --model_dir (add '
+         "--init_checkpoint={MODEL_DIR} to start from that run's weights, "
+         'when every variable fits, e.g. after a change of optimizer only); '
+         'to go on with that run, pass the values it was trained with. The '
+         'last and destructive option, --overwrite_model_dir, deletes that '
+         'run (checkpoints, summaries, exports) and starts over.',
+         ['faults/model_fit_test.py::'
+          'test_a_changed_model_is_refused_before_any_step'],
+         'nothing written; the same model named --model=mlp or '
+         'model_fn/models.py:mlp_model_fn resumes'),
     Case('no-tf-keras', 'the tf-keras extra missing (TF >= 2.16)', BOTH, '1',
          'error: TensorFlow {VERSION} without tf-keras: legacy model code '
          '(get_variable models under the tf2 runner, tf.compat.v1.layers, '

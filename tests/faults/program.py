@@ -38,6 +38,8 @@ flags.DEFINE_integer('replicas', 1, 'Train with a MirroredStrategy over '
                      'train_distribute).')
 flags.DEFINE_enum('tpu_only_call', None, ['rewrite'], 'Under --use_tpu, '
                   'also call tf.tpu.<this>, which only a TPU can run.')
+flags.DEFINE_integer('hidden_units', 16, 'Width of the hidden layer (another '
+                     'width on a restart: a changed model).')
 flags.DEFINE_float('ballast_mb', 0, 'MB of a variable training leaves '
                    'alone (as a large embedding table): bigger checkpoints.')
 
@@ -63,9 +65,11 @@ def input_fn_for(split, training):
 
 def model_fn(features, labels, mode, params):
   with tf.variable_scope('mlp'):
-    w1 = tf.get_variable('hidden/kernel', [784, 16])
-    b1 = tf.get_variable('hidden/bias', [16], initializer=tf.zeros_initializer())
-    w2 = tf.get_variable('logits/kernel', [16, 10])
+    width = FLAGS.hidden_units
+    w1 = tf.get_variable('hidden/kernel', [784, width])
+    b1 = tf.get_variable('hidden/bias', [width],
+                         initializer=tf.zeros_initializer())
+    w2 = tf.get_variable('logits/kernel', [width, 10])
     b2 = tf.get_variable('logits/bias', [10], initializer=tf.zeros_initializer())
     if FLAGS.ballast_mb:
       tf.get_variable('ballast', [int(FLAGS.ballast_mb * (1 << 18))],

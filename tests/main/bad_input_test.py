@@ -1,5 +1,6 @@
 """Bad input fails with an error naming the file, feature, variable or flag."""
 
+import json
 import os
 import shutil
 
@@ -242,6 +243,57 @@ def test_model_dir_of_another_configuration_is_refused(tmp_path):
   run_fingerprint.check(other, training=True, model_keys=keys)
   with pytest.raises(run_fingerprint.ModelDirMismatchError):
     run_fingerprint.check(first, training=True, model_keys=keys)
+
+
+def test_a_model_is_not_identified_by_how_model_is_spelled(tmp_path):
+  model_dir = str(tmp_path / 'model')
+  first = testutil.base_params(model_dir=model_dir, model='mlp')
+  run_fingerprint.check(first, training=True,
+                        model_keys=builtin.fingerprint_keys('mlp'))
+  # The same model_fn named as a file or a module: no sizes of its own.
+  for spelling in ('model_fn/models.py:mlp_model_fn',
+                   'model_fn.models:mlp_model_fn'):
+    run_fingerprint.check(dict(first, model=spelling), training=True)
+  with pytest.raises(run_fingerprint.ModelDirMismatchError) as raised:
+    run_fingerprint.check(dict(first, model=spelling, optimizer='sgd'),
+                          training=True)
+  message = str(raised.value)
+  assert "--optimizer: 'adam' there, 'sgd' now" in message
+  assert '--model:' not in message
+  # A new --model_dir first; deleting the run named last, as destructive.
+  assert message.index('use a new --model_dir') < message.index(
+      '--overwrite_model_dir')
+  assert 'last and destructive option, --overwrite_model_dir' in message
+  # A record of an older trainer, with `model`, is still read.
+  with open(os.path.join(model_dir, run_fingerprint.FINGERPRINT_FILE)) as f:
+    record = json.load(f)
+  record['model'] = 'other'
+  with open(os.path.join(model_dir, run_fingerprint.FINGERPRINT_FILE),
+            'w') as f:
+    json.dump(record, f)
+  run_fingerprint.check(first, training=True,
+                        model_keys=builtin.fingerprint_keys('mlp'))
+
+
+def test_checkpoints_without_a_record_get_none(tmp_path):
+  """What wrote them is not known: recording this configuration could
+  misname them (the restore checks they fit, trainer/guard/checkpoint_fit)."""
+  model_dir = str(tmp_path / 'model')
+  _save_checkpoint(model_dir)
+  params = testutil.base_params(model_dir=model_dir, mlp_hidden_units=[32])
+  run_fingerprint.check(params, training=True,
+                        model_keys=builtin.fingerprint_keys('mlp'))
+  assert not os.path.exists(os.path.join(model_dir,
+                                         run_fingerprint.FINGERPRINT_FILE))
+
+
+def _save_checkpoint(model_dir):
+  with tf.Graph().as_default():
+    tf.compat.v1.train.get_or_create_global_step()
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver().save(
+          session, os.path.join(model_dir, 'model.ckpt'), global_step=0)
 
 
 def test_main_refuses_model_dir_of_another_configuration(tmp_path):

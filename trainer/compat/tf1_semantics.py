@@ -190,6 +190,11 @@ def saver_var_list(saver):
   return saver._var_list  # pylint: disable=protected-access
 
 
+def saver_reshapes(saver):
+  """Whether `saver` was built with reshape=True (its private `_reshape`)."""
+  return bool(saver._reshape)  # pylint: disable=protected-access
+
+
 def saver_like(saver, var_list):
   """A tf.compat.v1 Saver of `var_list` with the reshape and sharded
   settings `saver` was built with."""

@@ -1,11 +1,23 @@
 """Refuses a model_dir written by a different model configuration.
 
-Training writes MODEL_DIR/trainer_config.json with the params that decide the
-checkpoint's variables (model, their shapes, optimizer slots). A later run
-with other values would fail deep inside a restore, or worse, mix runs; it
-is refused with the differences listed, unless --overwrite_model_dir, which
-then deletes the old run. A matching run is always resumed, so a restarted
-job never loses its progress.
+A model is identified by what it builds, not by how --model names it:
+  * its variables' names, shapes and dtypes are checked against the
+    checkpoint itself before every restore (trainer/guard/checkpoint_fit.py,
+    every runner and mode), so the same model_fn named file.py:fn or
+    package.module:fn resumes, and a changed one never trains;
+  * the hyperparameters that change results (classes, image shape,
+    optimizer, a built-in model's own sizes) are checked here, at start and
+    before any graph, against MODEL_DIR/trainer_config.json, which the run
+    that starts a model_dir writes (a model_dir with checkpoints but no
+    record gets none: what wrote them is not known), so the message names
+    the flag. Settings only one of the runs records (another built-in
+    model's sizes; a model_fn module has none) are left to the checkpoint.
+A run with other values is refused with the differences listed, before
+anything is written, and told to use a new --model_dir (optionally starting
+from the old weights with --init_checkpoint) or that run's values;
+--overwrite_model_dir, which deletes that run, is named as the last,
+destructive option. A matching run is always resumed, so a restarted job
+never loses its progress.
 """
 
 import json
@@ -18,8 +30,8 @@ from trainer.api import errors
 from trainer.guard import lock
 
 FINGERPRINT_FILE = 'trainer_config.json'
-_COMMON_KEYS = ('model', 'num_classes', 'image_size', 'image_channels',
-                'optimizer')
+# Not `model`: how --model is spelled does not say what it builds.
+_COMMON_KEYS = ('num_classes', 'image_size', 'image_channels', 'optimizer')
 
 
 class ModelDirMismatchError(errors.TrainerError, ValueError):
@@ -69,27 +81,41 @@ def _delete_run(model_dir):
       tf.io.gfile.remove(path)
 
 
+def _differences(stored, current):
+  """['--key: stored there, current now'] of the keys both record."""
+  return [f'--{k}: {stored[k]!r} there, {current[k]!r} now'
+          for k in sorted(set(stored) & set(current))
+          if stored[k] != current[k]]
+
+
+def _mismatch_message(model_dir, diffs):
+  return (
+      f'--model_dir={model_dir} holds a run of another model configuration '
+      f'({"; ".join(diffs)}; recorded in {_path(model_dir)}). Nothing was '
+      'changed. To train this configuration, use a new --model_dir (add '
+      f'--init_checkpoint={model_dir} to start from that run\'s weights, '
+      'when every variable fits, e.g. after a change of optimizer only); to '
+      'go on with that run, pass the values it was trained with. The last '
+      'and destructive option, --overwrite_model_dir, deletes that run '
+      '(checkpoints, summaries, exports) and starts over.')
+
+
 def check(params, training, overwrite=False, model_keys=()):
   """Raises ModelDirMismatchError if model_dir was written by another config.
 
   model_keys: as fingerprint's.
-  training: records this config in model_dir (and, with `overwrite`, deletes
-  a mismatching run first). Otherwise the directory is only checked.
+  training: records this config in a model_dir without a record or a
+  checkpoint (with `overwrite`, after deleting a mismatching run).
+  Otherwise the directory is only checked.
   """
   model_dir = params['model_dir']
   # Lists, not tuples.
   current = json.loads(json.dumps(fingerprint(params, model_keys)))
   stored = _read(model_dir)
-  if stored is not None and stored != current:
-    diffs = [f'  --{k}: {stored.get(k)!r} there, {current.get(k)!r} now'
-             for k in sorted(set(stored) | set(current))
-             if stored.get(k) != current.get(k)]
+  diffs = _differences(stored, current) if stored is not None else []
+  if diffs:
     if not (training and overwrite):
-      raise ModelDirMismatchError(
-          f'--model_dir={model_dir} holds a run of a different model '
-          f'configuration ({_path(model_dir)}):\n' + '\n'.join(diffs) +
-          '\nUse another --model_dir, or pass --overwrite_model_dir to delete '
-          'that run and start over.')
+      raise ModelDirMismatchError(_mismatch_message(model_dir, diffs))
     logging.warning('--overwrite_model_dir: deleting the run in %s of a '
                     'different configuration:\n%s', model_dir,
                     '\n'.join(diffs))
@@ -97,6 +123,9 @@ def check(params, training, overwrite=False, model_keys=()):
     stored = None
   if training and stored is None:
     if tf.train.latest_checkpoint(model_dir):
-      logging.warning('%s has checkpoints but no %s: assuming they match this '
-                      'configuration.', model_dir, FINGERPRINT_FILE)
+      # Of an unknown configuration: recording this one could misname
+      # them; the restore checks they fit the model.
+      logging.warning('%s has checkpoints but no %s: each restore checks '
+                      'they fit the model.', model_dir, FINGERPRINT_FILE)
+      return
     _write(model_dir, current)

@@ -174,20 +174,26 @@ def _prepare(cpu_fallback, peer_timeout_secs,
     from trainer.compat import one_replica_tpu_ops  # pylint: disable=g-import-not-at-top
     one_replica_tpu_ops.install()
   _configure_peers(peer_timeout_secs, facade)
-  _install_guard(skip_corrupt_records)
+  _install_guard(skip_corrupt_records, facade)
 
 
-def _install_guard(skip_corrupt_records):
+def _install_guard(skip_corrupt_records, facade):
   """The trainer's guarantees for the program's Estimator.train / evaluate
   (trainer/guard/estimator_guard.py): the model_dir lock, recovery of an
   interrupted save, a checkpoint and exit 143 / 130 on SIGTERM / SIGINT,
   one error for a write the storage refuses; the program's TFRecord files
-  are checked for a cut inside a record."""
+  are checked for a cut inside a record; on the real Estimator, every
+  restore is refused first when the checkpoint does not fit the model
+  (the facade checks at its own restores; trainer/guard/checkpoint_fit.py).
+  """
   # pylint: disable=g-import-not-at-top  (after TensorFlow's set-up)
   from trainer.compat import estimator_wrappers
   from trainer.compat import tfrecord_checks
+  from trainer.guard import checkpoint_fit
   from trainer.guard import estimator_guard
   estimator_wrappers.install(estimator_guard.train, estimator_guard.evaluate)
+  if not facade:
+    checkpoint_fit.install_restore_check()
   tfrecord_checks.install(functools.partial(_check_tfrecord_file,
                                             skip=skip_corrupt_records))
 

@@ -69,6 +69,14 @@ def object_paths(root):
   return paths
 
 
+def object_variables(root):
+  """{checkpoint key: (shape, dtype)} of every variable a save of `root`
+  writes (object_paths' variables, their keys as a save writes them)."""
+  return {f'{path}/.ATTRIBUTES/VARIABLE_VALUE': (ref.deref().shape,
+                                                 ref.deref().dtype)
+          for ref, path in object_paths(root).items()}
+
+
 def checkpoint_step(path):
   """The global step a checkpoint holds: a TF1 name-based one's
   `global_step` or a native object-based one's (trainer/runners/native)."""

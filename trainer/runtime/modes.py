@@ -96,16 +96,22 @@ def _to_python(value):
 
 
 def write_predictions(predictions, path):
-  """Writes one JSON object per example; atomically (temp file + rename)."""
+  """Writes one JSON object per example; atomically (temp file + rename;
+  none left when predicting fails)."""
   tmp = path + '.incomplete'
   count = 0
-  with tf.io.gfile.GFile(tmp, 'w') as f:
-    for prediction in predictions:
-      if not isinstance(prediction, dict):  # A model_fn's lone tensor.
-        prediction = {'predictions': prediction}
-      f.write(json.dumps({k: _to_python(v) for k, v in prediction.items()}))
-      f.write('\n')
-      count += 1
+  try:
+    with tf.io.gfile.GFile(tmp, 'w') as f:
+      for prediction in predictions:
+        if not isinstance(prediction, dict):  # A model_fn's lone tensor.
+          prediction = {'predictions': prediction}
+        f.write(json.dumps({k: _to_python(v) for k, v in prediction.items()}))
+        f.write('\n')
+        count += 1
+  except BaseException:  # Leave nothing of a prediction that failed.
+    if tf.io.gfile.exists(tmp):
+      tf.io.gfile.remove(tmp)
+    raise
   tf.io.gfile.rename(tmp, path, overwrite=True)
   return count
 

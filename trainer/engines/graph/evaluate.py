@@ -20,6 +20,7 @@ from trainer.api import specs
 from trainer.compat import tf_private
 from trainer.engines.graph import inputs
 from trainer.engines.graph import program as program_lib
+from trainer.guard import checkpoint_fit
 from trainer.runtime import eval_summaries
 
 _v1 = tf.compat.v1
@@ -115,11 +116,15 @@ def build(program, input_fn, hooks, checkpoint_path=None):
 def run(program, evaluation, checkpoint_path, output_dir, scaffold=None):
   """Runs a built Evaluation in its graph (on `checkpoint_path`'s
   variables, or as `scaffold` initialises them) and writes Estimator's
-  summaries to output_dir; the result dict."""
+  summaries to output_dir; the result dict. A checkpoint that does not
+  fit the model is refused first (CheckpointMismatchError)."""
+  scaffold = scaffold or evaluation.scaffold
+  checkpoint_fit.check_saver(scaffold.saver if scaffold else None,
+                             checkpoint_path)
   results = tf_private.evaluate_once(
       checkpoint_path=checkpoint_path,
       master=program.config.evaluation_master,
-      scaffold=scaffold or evaluation.scaffold,
+      scaffold=scaffold,
       eval_ops=evaluation.update_op, final_ops=evaluation.eval_dict,
       hooks=evaluation.hooks, config=program.session_config)
   step = results[_v1.GraphKeys.GLOBAL_STEP]

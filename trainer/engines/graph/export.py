@@ -29,6 +29,7 @@ from trainer.compat import tf_private
 from trainer.compat import tpu_rewrite as compat_tpu_inference
 from trainer.engines.graph import program as program_lib
 from trainer.engines.graph import tpu_export as tpu_inference
+from trainer.guard import checkpoint_fit
 
 _v1 = tf.compat.v1
 # The mode of a TPUEstimator's TPU inference graph (TPUEstimator's name).
@@ -59,18 +60,36 @@ def export_all(program, export_dir_base, input_receiver_fn_map,
                        strip_default_attrs)
 
 
+def _missing_directories(path):
+  """path and those of its parents that do not exist yet, deepest first."""
+  missing = []
+  path = tf.compat.as_str(path).rstrip('/')
+  while path and not _v1.gfile.Exists(path):
+    missing.append(path)
+    parent = os.path.dirname(path)
+    if parent == path:
+      break
+    path = parent
+  return missing
+
+
 def _export_all(program, export_dir_base, input_receiver_fn_map,
                 assets_extra, as_text, checkpoint_path, strip_default_attrs):
   checkpoint_path = _checkpoint_to_export(program, checkpoint_path)
   utils = tf_private.export_utils()
   export_dir = utils.get_timestamped_export_dir(export_dir_base)
   temp_dir = utils.get_temp_export_dir(export_dir)
+  made = _missing_directories(export_dir_base)
   try:
     _build(program, temp_dir, input_receiver_fn_map, assets_extra, as_text,
            checkpoint_path, strip_default_attrs)
   except BaseException:
     if _v1.gfile.Exists(temp_dir):  # Never leave a half-written export.
       _v1.gfile.DeleteRecursively(temp_dir)
+    for directory in made:  # Nor the directories made for it, if empty.
+      if _v1.gfile.IsDirectory(directory) and not _v1.gfile.ListDirectory(
+          directory):
+        _v1.gfile.DeleteRecursively(directory)
     raise
   _v1.gfile.Rename(temp_dir, export_dir)
   return export_dir
@@ -174,6 +193,7 @@ def _add_graph(program, builder, receiver_fn, checkpoint_path, restore,
         saver = tf_private.saver_for_checkpoint(saver)
       saver = saver or _v1.train.Saver(sharded=True)
       if restore:
+        checkpoint_fit.check_saver(saver, checkpoint_path)
         try:
           saver.restore(session, checkpoint_path)
         except tf.errors.NotFoundError as e:

@@ -15,6 +15,7 @@ from trainer.api import specs
 from trainer.compat import tf_private
 from trainer.engines.graph import inputs
 from trainer.engines.graph import program as program_lib
+from trainer.guard import checkpoint_fit
 from trainer.runtime import predictions as predictions_lib
 
 _v1 = tf.compat.v1
@@ -66,6 +67,7 @@ def _predict(program, input_fn, predict_keys, hooks, checkpoint_path,
     predictions = _extract_keys(spec.predictions, predict_keys)
     all_hooks = list(input_hooks) + list(hooks) + list(
         spec.prediction_hooks or ())
+    checkpoint_fit.check_saver(spec.scaffold.saver, checkpoint_path)
     creator = _v1.train.ChiefSessionCreator(
         checkpoint_filename_with_path=checkpoint_path,
         master=program.config.master, scaffold=spec.scaffold,

@@ -27,6 +27,7 @@ from trainer.compat import tf_private
 from trainer.engines.graph import cluster
 from trainer.engines.graph import inputs
 from trainer.engines.graph import program as program_lib
+from trainer.guard import checkpoint_fit
 
 _v1 = tf.compat.v1
 
@@ -137,8 +138,11 @@ def train_with_spec(program, spec, worker_hooks, hooks, global_step,
 
 
 def _session(program, spec, hooks, chief_only_hooks, **cadence):
-  """Estimator's MonitoredTrainingSession on RunConfig.master."""
+  """Estimator's MonitoredTrainingSession on RunConfig.master, once the
+  checkpoint it would restore is known to fit the model."""
   config = program.config
+  checkpoint_fit.check_saver(spec.scaffold.saver,
+                             tf.train.latest_checkpoint(program.model_dir))
   session_fn = tf_private.training_module().MonitoredTrainingSession
   if session_fn is tf.compat.v1.train.MonitoredTrainingSession:
     # TF's own session would wait for a missing server; one a program or

@@ -13,6 +13,8 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from trainer.guard import checkpoint_fit
+
 CHECKPOINT_BASENAME = 'model.ckpt'
 
 
@@ -47,14 +49,9 @@ class NameBasedCheckpoints:
     return tf.train.latest_checkpoint(self._directory)
 
   def restore(self, path):
-    """Restores every variable from `path`; errors name the missing ones."""
-    available = tf.train.load_checkpoint(path).get_variable_to_shape_map()
-    missing = [name for name in self._names if name not in available]
-    if missing:
-      raise ValueError(
-          f'Checkpoint {path} lacks {len(missing)} variable(s) of this model, '
-          f'e.g. {", ".join(sorted(missing)[:5])}: it was written by another '
-          'model or model configuration.')
+    """Restores every variable from `path`; CheckpointMismatchError naming
+    each variable it lacks or holds with another shape or dtype first."""
+    checkpoint_fit.check_var_list(self._primaries, path)
     self._saver.restore(None, path)
     with self._strategy.scope():
       for name, variable in self._variables.items():

@@ -24,6 +24,7 @@ from trainer.api import errors
 from trainer.compat import checkpoint_init
 from trainer.compat import tf1_semantics
 from trainer.engines.tf2 import hook_runner as hooks_lib
+from trainer.guard import checkpoint_fit
 
 
 class ScaffoldError(errors.TrainerError, RuntimeError):
@@ -78,6 +79,9 @@ def _restore(saver, checkpoint_path):
     local = first_copy(var_list)
   else:
     local = var_list
+  if local is not None:  # Before anything is restored: does it fit?
+    checkpoint_fit.check_var_list(local, checkpoint_path,
+                                  reshape=tf1_semantics.saver_reshapes(saver))
   with tf1_semantics.graph_semantics():
     if distributed:
       saver = tf1_semantics.saver_like(saver, local)

@@ -5,14 +5,20 @@ num_shards and PER_HOST_V2 input. Otherwise the same TPUEstimator with
 use_tpu=False on the CPU. Training follows the loop policy
 (trainer/runtime/loop.py) through the session hooks of
 trainer/runners/estimator/loop_hooks.py, whose checkpoint saver replaces the one
-RunConfig would add.
+RunConfig would add. Every restore TPUEstimator makes (train, evaluate,
+predict, export) is refused first when the checkpoint does not fit the
+model (trainer/guard/checkpoint_fit.py).
 """
+
+import contextlib
+import os
 
 import tensorflow as tf
 
 from model_fn import layers
 from trainer.api import model_fns
 from trainer.compat import op_seeds
+from trainer.guard import checkpoint_fit
 from trainer.guard import session_hooks
 from trainer.runners.estimator import loop_hooks as hooks
 from trainer.runtime import checkpoints
@@ -37,6 +43,22 @@ def with_derived_op_seeds(model_fn):
   return seeded_model_fn
 
 
+def checked_before_training(model_fn):
+  """model_fn whose TRAIN graph is checked against model_dir's latest
+  checkpoint as soon as it is built: Estimator's summary hooks open an
+  events file there before the session restores (where checking_restores
+  checks every mode)."""
+
+  def checked_model_fn(features, labels, mode, params, config):
+    spec = model_fn(features, labels, mode, params, config)
+    if mode == tf.estimator.ModeKeys.TRAIN:
+      checkpoint_fit.check_saver(
+          None, tf.train.latest_checkpoint(config.model_dir))
+    return spec
+
+  return checked_model_fn
+
+
 class _StepRecorder(tf.compat.v1.train.SessionRunHook):
   """Records the loss and the selected variables after every step."""
 
@@ -56,6 +78,25 @@ class _StepRecorder(tf.compat.v1.train.SessionRunHook):
   def after_run(self, run_context, run_values):
     self.losses.append(float(run_values.results))
     self.weights.append(run_context.session.run(self._vars))
+
+
+@contextlib.contextmanager
+def _no_partial_export(export_dir):
+  """A failed export leaves nothing: not the temp-TIMESTAMP directory
+  Estimator builds it in (and leaves behind), nor export_dir if it made
+  it."""
+  existed = tf.io.gfile.isdir(export_dir)
+  before = set(tf.io.gfile.listdir(export_dir)) if existed else set()
+  try:
+    yield
+  except BaseException:
+    if tf.io.gfile.isdir(export_dir):
+      for name in set(tf.io.gfile.listdir(export_dir)) - before:
+        if name.rstrip('/').startswith('temp-'):
+          tf.io.gfile.rmtree(os.path.join(export_dir, name))
+      if not existed and not tf.io.gfile.listdir(export_dir):
+        tf.io.gfile.rmtree(export_dir)
+    raise
 
 
 class EstimatorRunner:
@@ -81,7 +122,7 @@ class EstimatorRunner:
             num_shards=params['num_cores'],
             per_host_input_for_training=_tpu.InputPipelineConfig.PER_HOST_V2))
     self.estimator = _tpu.TPUEstimator(
-        model_fn=with_derived_op_seeds(model_fn),
+        model_fn=checked_before_training(with_derived_op_seeds(model_fn)),
         config=config,
         use_tpu=params['use_tpu'],
         train_batch_size=params['train_batch_size'],
@@ -112,21 +153,23 @@ class EstimatorRunner:
 
   def train(self, to_step):
     policy = self._policy
-    self.estimator.train(
-        self.input_fn('train'), max_steps=to_step,
-        hooks=[hooks.LoopPolicyHook(policy, to_step),  # Before the saver.
-               hooks.CheckpointSaverHook(
-                   policy, self._params['model_dir'],
-                   listeners=[hooks.FiniteVariablesListener(policy)]),
-               hooks.ProfilerHook(self._profile, self._steps_per_run())])
+    with checkpoint_fit.checking_restores():
+      self.estimator.train(
+          self.input_fn('train'), max_steps=to_step,
+          hooks=[hooks.LoopPolicyHook(policy, to_step),  # Before the saver.
+                 hooks.CheckpointSaverHook(
+                     policy, self._params['model_dir'],
+                     listeners=[hooks.FiniteVariablesListener(policy)]),
+                 hooks.ProfilerHook(self._profile, self._steps_per_run())])
 
   def observe_training(self, steps, compared):
     """Trains to global step `steps`; (each step's loss, after each step
     {TF1 name: value} of the variables `compared(name, variable)` selects).
     """
     recorder = _StepRecorder(compared)
-    self.estimator.train(self.input_fn('train'), max_steps=steps,
-                         hooks=[recorder])
+    with checkpoint_fit.checking_restores():
+      self.estimator.train(self.input_fn('train'), max_steps=steps,
+                           hooks=[recorder])
     return recorder.losses, recorder.weights
 
   def _steps_per_run(self):
@@ -135,16 +178,19 @@ class EstimatorRunner:
         'use_tpu'] else 1
 
   def evaluate(self, steps):
-    return self.estimator.evaluate(
-        self.input_fn('eval'), steps=steps,
-        hooks=[session_hooks.AbortOnSignalHook(self._params['model_dir'])])
+    with checkpoint_fit.checking_restores():
+      return self.estimator.evaluate(
+          self.input_fn('eval'), steps=steps,
+          hooks=[session_hooks.AbortOnSignalHook(self._params['model_dir'])])
 
   def predict(self):
-    return self.estimator.predict(self.input_fn('infer'),
-                                  yield_single_examples=True)
+    with checkpoint_fit.checking_restores():
+      yield from self.estimator.predict(self.input_fn('infer'),
+                                        yield_single_examples=True)
 
   def export(self, export_dir):
-    path = self.estimator.export_saved_model(
-        export_dir, self._serving_input_fn or
-        serving.serving_input_receiver_fn_for(self._params))
+    with checkpoint_fit.checking_restores(), _no_partial_export(export_dir):
+      path = self.estimator.export_saved_model(
+          export_dir, self._serving_input_fn or
+          serving.serving_input_receiver_fn_for(self._params))
     return path.decode() if isinstance(path, bytes) else path

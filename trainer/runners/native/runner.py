@@ -39,6 +39,7 @@ import tensorflow as tf
 from trainer import params as params_lib
 from trainer.compat import op_seeds
 from trainer.models import builtin
+from trainer.guard import checkpoint_fit
 from trainer.guard import nonfinite
 from trainer.runners.native import summaries as native_summaries
 from trainer.runners.native import orbit_trainer
@@ -158,6 +159,8 @@ class NativeRunner:
           f'into a new directory: python -m trainer.runners.native.convert '
           f'--checkpoint={self.model_dir} --output=NEW_DIR (with the same '
           'model flags), then train with --model_dir=NEW_DIR.')
+    checkpoint_fit.check(checkpoints.object_variables(self.checkpoint),
+                         latest)
     with self.strategy.scope():
       try:
         self.checkpoint.restore(latest).assert_existing_objects_matched()
