@@ -31,6 +31,24 @@ _REPLACEABLE = (
     'checkpoint_save_graph_def')
 
 
+def get_default_session_config():
+  """Estimator's ConfigProto when the RunConfig has none: soft placement,
+  one meta-optimizer pass."""
+  from tensorflow.core.protobuf import rewriter_config_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  options = rewriter_config_pb2.RewriterConfig(
+      meta_optimizer_iterations=rewriter_config_pb2.RewriterConfig.ONE)
+  return tf.compat.v1.ConfigProto(
+      allow_soft_placement=True,
+      graph_options=tf.compat.v1.GraphOptions(rewrite_options=options))
+
+
+def path_to_str(path):
+  """A path-like's path as a string; anything else unchanged."""
+  if hasattr(path, '__fspath__'):
+    path = tf.compat.as_str_any(path.__fspath__())
+  return path
+
+
 # The Distribute Coordinator mode Estimator uses with a strategy on a cluster.
 INDEPENDENT_WORKER = 'independent_worker'
 

@@ -26,6 +26,7 @@ from trainer.api import specs
 from trainer.compat import estimator_calls
 from trainer.compat import tf_private
 from trainer.compat import tpu_rewrite as tpu_inference
+from trainer.facade import run_config
 from trainer.facade.engine.graph import added_hooks as hooks_lib
 
 
@@ -50,15 +51,8 @@ class TPUSettings:
             specs.ModeKeys.PREDICT: self.predict_batch_size}.get(mode)
 
 
-def default_session_config():
-  """Estimator's ConfigProto when the RunConfig has none: soft placement,
-  one meta-optimizer pass."""
-  from tensorflow.core.protobuf import rewriter_config_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
-  options = rewriter_config_pb2.RewriterConfig(
-      meta_optimizer_iterations=rewriter_config_pb2.RewriterConfig.ONE)
-  return tf.compat.v1.ConfigProto(
-      allow_soft_placement=True,
-      graph_options=tf.compat.v1.GraphOptions(rewrite_options=options))
+# Estimator's ConfigProto when the RunConfig has none.
+default_session_config = run_config.get_default_session_config
 
 
 def _is_spec(value, fields):
@@ -97,6 +91,10 @@ class Program:
 
   def user_config(self):
     return copy.deepcopy(self.config)
+
+  def create_global_step(self, graph):
+    """global_step in `graph` (create_global_step())."""
+    return create_global_step(self, graph)
 
   def call_input_fn(self, input_fn, mode, input_context=None):
     """input_fn's result, called as (TPU)Estimator calls it, on the CPU."""
@@ -180,20 +178,27 @@ def create_global_step(program, graph):
   if program.tpu is None:
     step = tf.compat.v1.train.create_global_step(graph)
   else:
-    if tf.compat.v1.train.get_global_step(graph) is not None:
-      raise ValueError('"global_step" already exists.')
-    with graph.as_default(), graph.name_scope(None):
-      step = tf.compat.v1.get_variable(
-          tf.compat.v1.GraphKeys.GLOBAL_STEP, shape=[], dtype=tf.int64,
-          initializer=tf.compat.v1.initializers.zeros(), trainable=False,
-          use_resource=True,
-          collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
-                       tf.compat.v1.GraphKeys.GLOBAL_STEP])
+    step = tpu_global_step(graph)
   if step is not tf.compat.v1.train.get_global_step(graph) or (
       not step.dtype.is_integer):
     raise ValueError(f'global_step must be an integer variable in the '
                      f'GLOBAL_STEP collection; got {step}.')
   return step
+
+
+def tpu_global_step(graph):
+  """TPUEstimator's global_step in `graph`: a resource variable;
+  ValueError if it exists."""
+  graph = graph or tf.compat.v1.get_default_graph()
+  if tf.compat.v1.train.get_global_step(graph) is not None:
+    raise ValueError('"global_step" already exists.')
+  with graph.as_default(), graph.name_scope(None):
+    return tf.compat.v1.get_variable(
+        tf.compat.v1.GraphKeys.GLOBAL_STEP, shape=[], dtype=tf.int64,
+        initializer=tf.compat.v1.initializers.zeros(), trainable=False,
+        use_resource=True,
+        collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                     tf.compat.v1.GraphKeys.GLOBAL_STEP])
 
 
 def device_fn(config):
