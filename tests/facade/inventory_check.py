@@ -150,7 +150,12 @@ def check(data, path, name, record):
                             'same object on the reference)')
     return entry
   if 'value' in record:
-    if inventory.plain(value) != record['value']:
+    environment = gaps.environment_value(data, path, name)
+    if environment:
+      if value != environment[1]():
+        entry.problems.append(f'{value!r} here, but {environment[0]} is '
+                              f'{environment[1]()!r}')
+    elif inventory.plain(value) != record['value']:
       entry.problems.append(f'{value!r} here, {record["value"]!r} on the '
                             'reference')
     return entry

@@ -13,6 +13,7 @@ facade lacks is covered by exactly one gap, and every pattern covers one).
 
 import dataclasses
 import fnmatch
+import importlib.util
 from typing import Optional, Tuple
 
 _E = 'tensorflow_estimator.python.estimator'
@@ -62,10 +63,7 @@ GAPS = (
         'facade does not reimplement (yet: issue 42)',
         'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '
         'or a regular embedding lookup',
-        _modules('tpu._tpu_estimator_embedding') + _names(
-            'tpu.tpu_estimator', 'AdagradParameters AdamParameters '
-            'EmbeddingConfigSpec StochasticGradientDescentParameters'),
-        issue=_ISSUE_42),
+        _modules('tpu._tpu_estimator_embedding'), issue=_ISSUE_42),
     Gap("TPUEstimator's own TPU machinery (infeed and outfeed queues and "
         'hooks, the model_fn wrapper, TPU contexts, its error rendezvous, '
         'signal and loop helpers): on a TPU the facade runs the model_fn '
@@ -89,7 +87,7 @@ GAPS = (
             '_clone_export_output_with_tensors '
             '_create_or_get_iterations_per_loop _eval_on_tpu_system '
             '_export_output_to_tensors _get_scaffold _increase_eval_step_op '
-            '_predict_on_tpu_system _sync_variables_ops _tpu_estimator_gauge '
+            '_predict_on_tpu_system _sync_variables_ops '
             '_train_on_tpu_system _validate_tpu_training_graph '
             '_verify_cross_hosts_transfer_size _wrap_computation_in_while_loop '
             '_wrap_computation_in_while_loop_with_stopping_signals '
@@ -142,7 +140,7 @@ GAPS = (
         _modules('canned.linear_optimizer.python.utils.'
                  'sharded_mutable_dense_hashtable') + _names(
             'canned.linear_optimizer.python.utils.sdca_ops',
-            '_SDCAModel _ShardedMutableDenseHashTable _SparseFeatureColumn')
+            '_SDCAModel _SparseFeatureColumn')
         + _members('canned.linear', 'LinearSDCA',
                    '_prune_and_unique_sparse_ids')),
     Gap("private helpers of the reference's canned model_fns: the facade "
@@ -219,6 +217,27 @@ GAPS = (
         'LatestExporter or BestExporter',
         _names('exporter', '_SavedModelExporter')),
 )
+
+
+def _has_pandas():
+  return importlib.util.find_spec('pandas') is not None
+
+
+# Constants whose value is this environment's, not TF 2.15's lane's:
+# {'module:name' pattern: (what it says, its value here)}.
+ENVIRONMENT_VALUES = {
+    f'{_E}.*:HAS_PANDAS': ('whether pandas is installed', _has_pandas),
+}
+
+
+def environment_value(data, path, name):
+  """(what it says, value getter) if reference name `path`.`name` is one of
+  ENVIRONMENT_VALUES, else None."""
+  key = f'{canonical(data, path)}:{name}'
+  for pattern, entry in ENVIRONMENT_VALUES.items():
+    if fnmatch.fnmatchcase(key, pattern):
+      return entry
+  return None
 
 
 def canonical(data, path):

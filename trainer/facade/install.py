@@ -285,17 +285,17 @@ def _namespaces():
   }
   found = {
       'tensorflow.estimator': (dict(v2), True),
-      'tensorflow.estimator.export': (export_names, False),
-      'tensorflow.estimator.experimental': (experimental, False),
+      'tensorflow.estimator.export': (export_names, True),
+      'tensorflow.estimator.experimental': (experimental, True),
       'tensorflow.compat.v1.estimator': (v1, True),
-      'tensorflow.compat.v1.estimator.export': (export_names, False),
+      'tensorflow.compat.v1.estimator.export': (export_names, True),
       'tensorflow.compat.v1.estimator.experimental': (experimental_v1,
-                                                      False),
-      'tensorflow.compat.v1.estimator.inputs': (input_names, False),
+                                                      True),
+      'tensorflow.compat.v1.estimator.inputs': (input_names, True),
       # Importable, but no attribute of tf.estimator (as on TF 2.15).
       'tensorflow.estimator.inputs': ({}, True),
       'tensorflow.compat.v1.estimator.tpu': (tpu, True),
-      'tensorflow.compat.v1.estimator.tpu.experimental': ({}, False),
+      'tensorflow.compat.v1.estimator.tpu.experimental': ({}, True),
       'tensorflow_estimator': ({}, True),
       'tensorflow_estimator.python': ({}, True),
   }
@@ -329,6 +329,13 @@ _SAME_MODULES = {
         'tensorflow.estimator',
     'tensorflow_estimator._api.v1.estimator': 'tensorflow.compat.v1.estimator',
     'tensorflow_estimator._api.v2.estimator': 'tensorflow.estimator',
+    'tensorflow.compat.v2.estimator': 'tensorflow.estimator',
+    'tensorflow.compat.v1.compat.v1.estimator':
+        'tensorflow.compat.v1.estimator',
+    'tensorflow.compat.v2.compat.v1.estimator':
+        'tensorflow.compat.v1.estimator',
+    'tensorflow.compat.v1.compat.v2.estimator': 'tensorflow.estimator',
+    'tensorflow.compat.v2.compat.v2.estimator': 'tensorflow.estimator',
 }
 # Modules no parent has as an attribute (imported by path only).
 _UNLINKED = ('tensorflow.estimator.inputs',)
@@ -416,8 +423,14 @@ def install():
   stand_ins.install_finder(
       lambda name, package: _module(name, {}, package), _same_module)
   for owner, module in _API_ATTRIBUTES.items():
-    setattr(functools.reduce(getattr, owner.split('.')[1:], tf), 'estimator',
-            _modules[module])
+    parent = functools.reduce(getattr, owner.split('.')[1:], tf)
+    setattr(parent, 'estimator', _modules[module])
+    # So that importing a path under it finds these modules, and does not
+    # load TF's API modules anew (without estimator) over them.
+    for depth in range(2, owner.count('.') + 1):
+      path = '.'.join(owner.split('.')[:depth + 1])
+      sys.modules.setdefault(path, functools.reduce(
+          getattr, path.split('.')[1:], tf))
   logging.info('TensorFlow %s has no tf.estimator: installed the '
                'trainer.legacy facade (the Estimator API: on one device on '
                'the graph engine, under a multi-replica or TPU strategy or '

@@ -129,7 +129,8 @@ def _missing_values(path, present):
     if name in present or record['kind'] == 'module' or 'same_as' in record:
       continue
     if 'value' in record:
-      found[name] = record['value']
+      environment = gaps.environment_value(data, path, name)
+      found[name] = environment[1]() if environment else record['value']
       continue
     gap = gaps.gap_for(data, path, name)
     if gap is not None:

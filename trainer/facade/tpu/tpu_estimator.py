@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import cpu_fallback
+from trainer.compat import estimator_reexports
 from trainer.compat import tpu_rewrite as compat_tpu_inference
 from trainer.facade import estimator as estimator_lib
 from trainer.facade.engine.distributed import backend
@@ -38,6 +39,10 @@ _USE_TPU_KEY = 'use_tpu'
 _RESERVED_PARAMS_KEYS = [_BATCH_SIZE_KEY, _CTX_KEY]
 # The mode of a TPUEstimator's TPU inference graph (TPUEstimator's name).
 _INFERENCE_ON_TPU_MODE = '_inference_on_tpu'
+# TPUEstimator's usage gauge (a TF monitoring cell).
+_tpu_estimator_gauge = estimator_reexports.LazyGauge(
+    'bool', '/tensorflow/api/tpu_estimator',
+    'Whether the program uses tpu estimator.')
 
 
 def _create_global_step(graph):
@@ -94,6 +99,7 @@ class TPUEstimator(estimator_lib.Estimator):
                embedding_config_spec=None,
                export_saved_model_api_version=ExportSavedModelApiVersion.V1):
     del eval_on_tpu
+    _tpu_estimator_gauge.get_cell().set(True)
     if config is None or not isinstance(config, tpu_config.TPURunConfig):
       raise ValueError(
           '`config` must be provided with type `tpu_config.RunConfig`')
