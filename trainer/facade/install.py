@@ -60,9 +60,9 @@ from trainer.facade.hooks import hooks
 from trainer.facade.hooks import in_memory_evaluator
 from trainer.facade.inputs import numpy_io as inputs
 from trainer.facade.inputs import pandas_io
+from trainer.facade.tools import analytics
 from trainer.facade.tpu import tpu_config
 from trainer.facade.tpu import tpu_estimator as tpu_estimator_lib
-from trainer.facade.tools import analytics
 from trainer.facade.tpu import util
 
 # A module logger, not absl's module functions: those call basicConfig()
