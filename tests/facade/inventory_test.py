@@ -216,3 +216,13 @@ def test_a_refused_name_imports_and_fails_when_used_naming_the_alternative():
     tf.compat.v1.estimator.experimental.KMeans(num_clusters=2)
   with pytest.raises(AttributeError, match='NoSuchName'):
     estimators.NoSuchName  # pylint: disable=pointless-statement
+
+
+@testutil.facade_lanes
+def test_migration_doc_has_the_generated_tables():
+  from tests.facade import migration_tables  # pylint: disable=g-import-not-at-top
+  with open(migration_tables.DOC, encoding='utf-8') as f:
+    section = migration_tables.section(f.read())
+  assert section == migration_tables.render(), (
+      'MIGRATION.md\'s estimator-inventory tables are stale: run python -m '
+      'tests.facade.migration_tables on a facade lane')

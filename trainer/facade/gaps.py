@@ -21,6 +21,7 @@ _E = 'tensorflow_estimator.python.estimator'
 
 @dataclasses.dataclass(frozen=True)
 class Gap:
+  title: str  # What the names are, in a few words (MIGRATION.md's rows).
   why: str
   instead: str
   names: Tuple[str, ...]
@@ -47,24 +48,28 @@ def _modules(*modules):
 _ISSUE_42 = 42
 
 GAPS = (
-    Gap('model_to_estimator turns a compiled Keras model into an Estimator '
+    Gap('Keras model_to_estimator',
+        'model_to_estimator turns a compiled Keras model into an Estimator '
         "through tensorflow_estimator's keras_lib, which the facade does not "
         'reimplement (yet: issue 42)',
         'train the Keras model with model.fit (under a tf.distribute '
         'strategy to scale), or write a model_fn that calls the Keras model '
         'and returns an EstimatorSpec',
         _modules('keras_lib'), issue=_ISSUE_42),
-    Gap('KMeans trains with its own clustering loop, which the facade does '
+    Gap('KMeans',
+        'KMeans trains with its own clustering loop, which the facade does '
         'not reimplement (yet: issue 42)',
         'cluster with a library made for it (scikit-learn KMeans, or '
         'tf.compat.v1.train clustering in your own model_fn)',
         _modules('canned.kmeans'), issue=_ISSUE_42),
-    Gap("TPU embeddings need TPUEstimator's TPU-embedding infeed, which the "
+    Gap('TPU embeddings',
+        "TPU embeddings need TPUEstimator's TPU-embedding infeed, which the "
         'facade does not reimplement (yet: issue 42)',
         'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '
         'or a regular embedding lookup',
         _modules('tpu._tpu_estimator_embedding'), issue=_ISSUE_42),
-    Gap("TPUEstimator's own TPU machinery (infeed and outfeed queues and "
+    Gap("TPUEstimator's TPU machinery",
+        "TPUEstimator's own TPU machinery (infeed and outfeed queues and "
         'hooks, the model_fn wrapper, TPU contexts, its error rendezvous, '
         'signal and loop helpers): on a TPU the facade runs the model_fn '
         "under tf.distribute's TPUStrategy instead",
@@ -96,18 +101,21 @@ GAPS = (
             'generate_per_core_enqueue_ops_fn_for_host '
             'generate_per_host_enqueue_ops_fn_for_host '
             'generate_per_host_v2_enqueue_ops_fn_for_host')),
-    Gap('the time-series Estimators (ARRegressor, LSTMAutoRegressor, '
+    Gap('time-series Estimators',
+        'the time-series Estimators (ARRegressor, LSTMAutoRegressor, '
         'TimeSeriesRegressor, their models, heads and state management), '
         'which the facade does not reimplement',
         'model the series with tf.keras (an LSTM or Conv1D model) or '
         "TensorFlow Probability's tfp.sts",
         _modules('canned.timeseries')),
-    Gap('SavedModelEstimator serves the graphs of an exported SavedModel as '
+    Gap('SavedModelEstimator',
+        'SavedModelEstimator serves the graphs of an exported SavedModel as '
         'an Estimator, which the facade does not reimplement',
         'load the SavedModel with tf.saved_model.load and call its '
         'signatures, or keep training the Estimator that exported it',
         _modules('canned.saved_model_estimator')),
-    Gap("tensorflow_estimator's own tests' base classes and helpers (its "
+    Gap("the reference's test utilities",
+        "tensorflow_estimator's own tests' base classes and helpers (its "
         'wheel ships them; they test the reference\'s canned Estimators, '
         'not an API)',
         'copy canned/dnn_testing_utils.py, linear_testing_utils.py or '
@@ -116,23 +124,27 @@ GAPS = (
         _modules('canned.dnn_testing_utils', 'canned.linear_testing_utils',
                  'canned.v1.dnn_testing_utils_v1',
                  'canned.v1.linear_testing_utils_v1')),
-    Gap('the queue-runner feeding of numpy and pandas data: the facade\'s '
+    Gap('queue-runner feeding',
+        'the queue-runner feeding of numpy and pandas data: the facade\'s '
         'numpy_input_fn and pandas_input_fn feed through tf.data',
         'tf.compat.v1.estimator.inputs.numpy_input_fn or pandas_input_fn, '
         'or tf.data.Dataset.from_tensor_slices',
         _modules('inputs.queues.feeding_functions',
                  'inputs.queues.feeding_queue_runner')),
-    Gap('the tf.function wrapping of a model_fn (ModelFunction) the '
+    Gap('export.function',
+        'the tf.function wrapping of a model_fn (ModelFunction) the '
         'reference keeps as an experiment; Estimator itself never uses it',
         'export with Estimator.export_saved_model, or write the model as a '
         'tf.Module',
         _modules('export.function')),
-    Gap("converts a canned Estimator's checkpoint from v1 to v2 optimizer "
+    Gap('checkpoint_converter',
+        "converts a canned Estimator's checkpoint from v1 to v2 optimizer "
         'variable names, a one-off tool the facade does not ship',
         "run tensorflow_estimator 2.15's tools/checkpoint_converter.py on "
         'TF 2.15, or train the v2 canned Estimator from scratch',
         _modules('tools.checkpoint_converter')),
-    Gap("internals of the reference's SDCA trainer: the facade's LinearSDCA "
+    Gap("the reference's SDCA internals",
+        "internals of the reference's SDCA trainer: the facade's LinearSDCA "
         'trains with its own (canned/sdca_ops.py; the same variables, '
         'tables and checkpoints)',
         'tf.estimator.experimental.LinearSDCA with LinearClassifier or '
@@ -143,7 +155,8 @@ GAPS = (
             '_SDCAModel _SparseFeatureColumn')
         + _members('canned.linear', 'LinearSDCA',
                    '_prune_and_unique_sparse_ids')),
-    Gap("private helpers of the reference's canned model_fns: the facade "
+    Gap('canned model_fn helpers',
+        "private helpers of the reference's canned model_fns: the facade "
         'builds the canned models its own way (trainer/facade/canned: the '
         'same variables, checkpoints, losses and metrics)',
         'the canned Estimators, or dnn_logit_fn_builder, '
@@ -154,7 +167,8 @@ GAPS = (
         _names('canned.dnn_linear_combined',
                '_init_dnn_linear_combined_estimator') +
         _members('canned.dnn', '_DNNModel', '_add_layer')),
-    Gap("private methods of the reference's heads (its lookup tables, "
+    Gap("heads' private methods",
+        "private methods of the reference's heads (its lookup tables, "
         'metric updates and export merging): the facade\'s heads compute '
         'the same their own way',
         'override the public Head methods (create_estimator_spec, loss, '
@@ -170,7 +184,8 @@ GAPS = (
                  '_cached_class_id_table _class_id_table') +
         _members('head.multi_head', 'MultiHead',
                  '_merge_predict_export_outputs')),
-    Gap("RunConfig's TF_CONFIG and distribution internals: the facade's "
+    Gap("RunConfig's internals",
+        "RunConfig's TF_CONFIG and distribution internals: the facade's "
         'RunConfig parses TF_CONFIG itself, with the same properties and '
         'errors',
         "RunConfig's properties (cluster_spec, task_type, task_id, master, "
@@ -187,7 +202,8 @@ GAPS = (
                  '_replace _verify_strategy_compatibility') +
         _members('tpu.tpu_config', 'RunConfig',
                  '_maybe_overwrite_session_config_for_distributed_training')),
-    Gap("EstimatorSpec's private validators: the facade's EstimatorSpec "
+    Gap("EstimatorSpec's validators",
+        "EstimatorSpec's private validators: the facade's EstimatorSpec "
         'validates when it is made, with the same errors',
         'construct tf.estimator.EstimatorSpec (or TPUEstimatorSpec)',
         _names('model_fn', '_check_is_tensor _check_is_tensor_or_operation '
@@ -197,20 +213,23 @@ GAPS = (
                '_validate_estimator_spec_predictions '
                '_validate_estimator_spec_train_op _validate_eval_metric_ops '
                '_validate_scaffold')),
-    Gap("train_and_evaluate's executor and its listeners: the facade runs "
+    Gap("train_and_evaluate's executor",
+        "train_and_evaluate's executor and its listeners: the facade runs "
         'train_and_evaluate its own way (trainer/facade/training.py), task '
         'by task as the reference',
         'tf.estimator.train_and_evaluate with TrainSpec and EvalSpec',
         _names('training', '_ContinuousEvalListener _EvalResult '
                '_NewCheckpointListenerForEvaluate _StopAtSecsHook '
                '_TrainingExecutor')),
-    Gap('internals of the early-stopping hooks (their multi-worker variant '
+    Gap('early-stopping internals',
+        'internals of the early-stopping hooks (their multi-worker variant '
         'and event reading): the facade\'s hooks stop workers through the '
         'checkpointed stop variable and read events with read_eval_metrics',
         'tf.estimator.experimental.make_early_stopping_hook and the stop_if_* '
         'hooks; early_stopping.read_eval_metrics',
         _names('early_stopping', '_MultiWorkerEarlyStoppingHook _summaries')),
-    Gap('the base class of the reference\'s LatestExporter and '
+    Gap('_SavedModelExporter',
+        'the base class of the reference\'s LatestExporter and '
         "FinalExporter; the facade's exporters derive from "
         'tf.estimator.Exporter',
         'subclass tf.estimator.Exporter, or use FinalExporter, '
