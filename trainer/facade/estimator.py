@@ -315,7 +315,7 @@ def _get_loss_reduce_op_for_reporting():
 
 # A Scaffold's ready_for_local_init_op inside a replica.
 create_per_replica_ready_for_local_init_op = (
-    distributed_train.ready_for_local_init_op)
+    distributed_train.per_replica_ready_for_local_init_op)
 
 
 def _combine_distributed_scaffold(grouped_scaffold, distribution):

@@ -68,7 +68,9 @@ class IteratorInitializerHook(_v1.train.SessionRunHook):
     session.run(self._initializer)
 
 
-def ready_for_local_init_op(scaffold):
+def per_replica_ready_for_local_init_op(scaffold):
+  """A Scaffold's ready_for_local_init_op inside a replica: its own, else
+  the report of uninitialized global variables."""
   if scaffold.ready_for_local_init_op is not None:
     return scaffold.ready_for_local_init_op
   return _v1.train.Scaffold.get_or_default(
@@ -92,7 +94,7 @@ def combined_scaffold(grouped, strategy):
   ready_op = strategy.extended.call_for_each_replica(
       lambda s: s.ready_op, args=(grouped,))
   ready_for_local_init_op = strategy.extended.call_for_each_replica(
-      ready_for_local_init_op, args=(grouped,))
+      per_replica_ready_for_local_init_op, args=(grouped,))
   init_fns = [s._user_init_fn for s in scaffolds  # pylint: disable=protected-access
               if s._user_init_fn is not None]  # pylint: disable=protected-access
   savers = [s.saver for s in scaffolds if s.saver is not None]
