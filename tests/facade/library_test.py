@@ -40,3 +40,28 @@ def test_library_results_are_the_real_estimators(case, tmp_path):
     expected = json.load(f)['results'][case]
   problems = _close(expected, library.run(case, str(tmp_path)))
   assert not problems, '\n'.join(problems)
+
+
+def test_estimators_module_helper_a_canned_library_calls(tmp_path):
+  """Issue 44's second failure: the libraries' canned models call
+  tensorflow_estimator.python.estimator.estimator's
+  maybe_overwrite_model_dir_and_session_config in their constructors; it
+  behaves as the reference's on every lane."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow_estimator.python.estimator import estimator  # pylint: disable=g-import-not-at-top
+  helper = estimator.maybe_overwrite_model_dir_and_session_config
+  config = helper(None, str(tmp_path))
+  assert isinstance(config, tf.compat.v1.estimator.RunConfig)
+  assert config.model_dir == str(tmp_path)
+  assert config.session_config.allow_soft_placement
+  given = tf.compat.v1.estimator.RunConfig(model_dir=str(tmp_path / 'a'),
+                                           tf_random_seed=5)
+  assert helper(given, None).tf_random_seed == 5
+  assert helper(given, str(tmp_path / 'a')).model_dir == str(tmp_path / 'a')
+  with pytest.raises(ValueError, match='`model_dir` are set both in '
+                     'constructor and `RunConfig`, but with different'):
+    helper(given, str(tmp_path / 'b'))
+  with pytest.raises(ValueError, match='config must be an instance of '
+                     '`RunConfig`'):
+    helper(object(), None)
+  assert helper(tf.compat.v1.estimator.RunConfig(), None).model_dir
