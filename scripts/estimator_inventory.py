@@ -151,7 +151,7 @@ def main(argv=None):
   with open(inventory.PATH, 'w', encoding='utf-8') as f:
     f.write(text)
   data = inventory.load()
-  names = sum(len(m['names']) for m in data['modules'].values())
+  names = sum(len(inventory.names(data, path)) for path in data['modules'])
   print(f'wrote {inventory.PATH}: {len(data["modules"])} modules, '
         f'{names} names')
   return 0

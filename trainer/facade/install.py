@@ -3,11 +3,18 @@
 On TensorFlow without Estimator (>= 2.16), install() sets
   tf.estimator, tf.compat.v2.estimator               (TF2 API: no tpu)
   tf.compat.v1.estimator (+ .tpu, .export, .experimental, .inputs)
+  and `estimator` on the nested tf.compat.vN.compat.vM modules
 and registers the same modules in sys.modules under those names and under
-the private paths old programs import: tensorflow.python.estimator[.*],
-tensorflow_estimator[.python.estimator[.*]], tensorflow.python.tpu.
-tpu_estimator / tpu_config. Idempotent; on TF with the real Estimator it
-changes nothing.
+every module path of tensorflow_estimator 2.15 (its inventory,
+inventory.json): tensorflow_estimator[.python.estimator[.*]], its _api and
+api._v1/_v2 modules, TF 2.15's tensorflow.python.estimator[.*] and
+tensorflow.python.tpu.* shims. _namespaces() says which facade module is
+each path (a module of the facade itself, or the names it holds);
+_SAME_MODULES which paths are the same module. stand_ins.py completes each
+from the inventory (the reference's constants, submodules, re-exported
+objects, and the stand-ins of what gaps.py says the facade does not
+provide) and makes the paths no entry builds on first import. Idempotent;
+on TF with the real Estimator it changes nothing.
 """
 
 import functools

@@ -1,8 +1,11 @@
-"""Estimator APIs the facade does not provide, each with what to use instead.
+"""The public Estimator APIs the facade does not provide, with what to use
+instead, and the error it raises for them.
 
-Every name is present (so imports succeed), but calling or instantiating it
-raises UnsupportedApiError naming the API, why, and the alternative. The
-table is the single source of MIGRATION.md's "not supported" list.
+UnsupportedApiError names the API, why, and the alternative: stub(api)
+makes a stand-in for a key of APIS (the single source of MIGRATION.md's
+"not supported" list); gaps.py and stand_ins.py refuse the rest of
+tensorflow_estimator's names the same way. REMOVED: names older
+Estimators had that TF 2.15 has not either (an AttributeError saying so).
 """
 
 import tensorflow as tf
@@ -86,9 +89,3 @@ def stub(api):
   return type(name, (), {'__init__': __init__, '__doc__':
                          f'Not supported: {APIS[api][1]}.',
                          '__module__': 'trainer.facade.unsupported'})
-
-
-def stubs(prefix):
-  """{name: stub} of the unsupported APIs directly under module `prefix`."""
-  return {api[len(prefix) + 1:]: stub(api) for api in APIS
-          if api.rsplit('.', 1)[0] == prefix}

@@ -89,7 +89,11 @@ class TPUEstimator(estimator_lib.Estimator):
   TPU it runs on the tf2 runner's TPUStrategy. _augment_model_fn is called
   as TPUEstimator calls it (its result is the model_fn the Estimator calls);
   the facade's own returns the model_fn unchanged, the TPU specifics being
-  applied when it is called.
+  applied when it is called (by _call_input_fn and _call_model_fn: params
+  required, params['batch_size'] the mode's batch, a TPUEstimatorSpec
+  converted). train, evaluate, predict and the steps' hooks are
+  Estimator's, as TPUEstimator's are off TPU; on a TPU the tf2 runner runs
+  iterations_per_loop steps per call.
   """
 
   def __init__(self, model_fn=None, model_dir=None, config=None, params=None,
@@ -245,33 +249,5 @@ class TPUEstimator(estimator_lib.Estimator):
   def _create_global_step(self, graph):
     return _create_global_step(graph)
 
-  def _convert_train_steps_to_hooks(self, steps, max_steps):
-    return super()._convert_train_steps_to_hooks(steps, max_steps)
-
-  def _convert_eval_steps_to_hooks(self, steps):
-    return super()._convert_eval_steps_to_hooks(steps)
-
-  def _call_input_fn(self, input_fn, mode, input_context=None):
-    """The input_fn's result, called as TPUEstimator calls it off TPU:
-    `params` required, with params['batch_size'] the mode's batch."""
-    return super()._call_input_fn(input_fn, mode, input_context)
-
   def _validate_features_in_predict_input(self, result):
     del result  # TPUEstimator does not warn.
-
-  def train(self, input_fn, hooks=None, steps=None, max_steps=None,
-            saving_listeners=None):
-    return super().train(input_fn=input_fn, hooks=hooks, steps=steps,
-                         max_steps=max_steps,
-                         saving_listeners=saving_listeners)
-
-  def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None,
-               name=None):
-    return super().evaluate(input_fn, steps=steps, hooks=hooks,
-                            checkpoint_path=checkpoint_path, name=name)
-
-  def predict(self, input_fn, predict_keys=None, hooks=None,
-              checkpoint_path=None, yield_single_examples=True):
-    yield from super().predict(input_fn=input_fn, predict_keys=predict_keys,
-                               hooks=hooks, checkpoint_path=checkpoint_path,
-                               yield_single_examples=yield_single_examples)
