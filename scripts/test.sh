@@ -45,7 +45,8 @@ NEWEST_TESTS="${NEWEST_TESTS:-tests/main_test.py tests/tf2_runner_test.py
   tests/native_runner_test.py tests/legacy_estimator_test.py
   tests/legacy_api_test.py tests/legacy_launcher_test.py
   tests/legacy_programs_test.py tests/estimator_compat_test.py
-  tests/tf_private_test.py tests/canned/wide_deep_test.py}"
+  tests/tf_private_test.py tests/canned/wide_deep_test.py
+  tests/facade/inventory_test.py tests/facade/subclass_contract_test.py}"
 
 passed=0; failed=0; status=0
 
