@@ -86,6 +86,9 @@ def in_process_only(test):
   tf.distribute.Server raises RuntimeError naming `test` and what it
   started (conftest's own checkout check excepted)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  # numpy.testing runs `lscpu` once, at its first import (its SVE check),
+  # which tf.test and assert_allclose make: import it before refusing.
+  import numpy.testing  # pylint: disable=g-import-not-at-top,unused-import
 
   def refuse(what, original):
     def refused(*args, **kwargs):

@@ -175,6 +175,7 @@ def test_wheel_puts_one_distinct_name_into_site_packages(wheel):
   for package in ('tpu_trainer/flags.py', 'tpu_trainer/trainer/legacy/',
                   'tpu_trainer/model_fn/', 'tpu_trainer/input_fn/',
                   'tpu_trainer/configs/resnet18_digits.cfg',
+                  'tpu_trainer/trainer/facade/inventory.json',
                   'tpu_trainer/data/digits/raw/train-00000-of-00004',
                   'tpu_trainer/data/digits/jpeg/validation-00000-of-00002'):
     assert any(n.startswith(package) for n in names), package

@@ -1,4 +1,4 @@
-"""Both engines offer the engine interface (trainer/engines/engine.py): every
+"""The tf2 engine offers the engine interface (trainer/engines/engine.py): every
 method of `Engine`, taking its parameters by the same names and kinds, with
 the same defaults."""
 
@@ -7,7 +7,6 @@ import inspect
 import pytest
 
 from trainer.engines import engine
-from trainer.engines.graph import engine as graph_engine
 from trainer.engines.tf2 import engine as tf2_engine
 
 _METHODS = [name for name, member in vars(engine.Engine).items()
@@ -24,8 +23,7 @@ def test_the_interface_has_the_calls_front_ends_make():
                               'latest_checkpoint', 'predict', 'train']
 
 
-@pytest.mark.parametrize('implementation', [graph_engine.GraphEngine,
-                                            tf2_engine.Tf2Engine])
+@pytest.mark.parametrize('implementation', [tf2_engine.Tf2Engine])
 @pytest.mark.parametrize('method', _METHODS)
 def test_engine_offers_the_method_as_the_interface(implementation, method):
   expected = _parameters(getattr(engine.Engine, method))

@@ -4,11 +4,16 @@ An engine trains from model_dir's latest checkpoint to a step, with the
 call's SessionRunHooks and CheckpointSaverListeners, and evaluates,
 predicts and exports from model_dir's checkpoints, calling the model_fn and
 the input_fn as its front end's contract says (Estimator's, TPUEstimator's
-or trainer.main's params). Two engines implement it:
-  * GraphEngine (trainer/engines/graph/engine.py): Estimator's own
-    execution model, one TF1 graph and one MonitoredSession per call;
-  * Tf2Engine (trainer/engines/tf2/engine.py): the same model_fn under
-    tf.distribute, TPUEstimator's behaviour with TF2 machinery.
+or trainer.main's params). Tf2Engine (trainer/engines/tf2/engine.py)
+implements it: the same model_fn under tf.distribute, TPUEstimator's
+behaviour with TF2 machinery. The graph engine (trainer/engines/graph) is
+Estimator's own execution model, one TF1 graph and one MonitoredSession
+per call; it is not behind this interface, because the facade's Estimator
+(trainer/facade/estimator.py) drives it through the reference's
+overridable methods (_train_model, _evaluate_build_graph, _call_model_fn,
+...), which a subclass may replace, calling the graph engine's pieces
+(program, training loop, evaluation run, export writers) at the
+reference's points.
 Front ends choose the engine: the facade per Estimator call
 (trainer/facade/estimator.py, `Estimator._needs_tf2`), trainer.main by
 --runner (trainer/runners/registry.py).

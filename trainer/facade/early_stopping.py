@@ -90,6 +90,9 @@ class _StopOnPredicateHook(hooks_lib.SessionRunHook):
 class _CheckForStoppingHook(hooks_lib.SessionRunHook):
   """A non-chief worker's hook: stops once the chief set the variable."""
 
+  def __init__(self):
+    self._stop_var = None
+
   def begin(self):
     self._stop_var = _get_or_create_stop_var()
 
@@ -122,8 +125,9 @@ def _eval_dir(estimator, eval_dir):
   return eval_dir or estimator.eval_dir()
 
 
-def _threshold_hook(estimator, metric_name, threshold, higher_is_better,
-                    eval_dir, min_steps, run_every_secs, run_every_steps):
+def _stop_if_threshold_crossed_hook(estimator, metric_name, threshold,
+                                    higher_is_better, eval_dir, min_steps,
+                                    run_every_secs, run_every_steps):
   eval_dir = _eval_dir(estimator, eval_dir)
   better = operator.gt if higher_is_better else operator.lt
 
@@ -141,9 +145,10 @@ def _threshold_hook(estimator, metric_name, threshold, higher_is_better,
                                   run_every_steps)
 
 
-def _no_improvement_hook(estimator, metric_name, max_steps, higher_is_better,
-                         eval_dir, min_steps, run_every_secs,
-                         run_every_steps):
+def _stop_if_no_metric_improvement_hook(estimator, metric_name,
+                                        max_steps_without_improvement,
+                                        higher_is_better, eval_dir, min_steps,
+                                        run_every_secs, run_every_steps):
   eval_dir = _eval_dir(estimator, eval_dir)
   better = operator.gt if higher_is_better else operator.lt
 
@@ -154,10 +159,11 @@ def _no_improvement_hook(estimator, metric_name, max_steps, higher_is_better,
         continue
       if best is None or better(metrics[metric_name], best):
         best, best_step = metrics[metric_name], step
-      if step - best_step >= max_steps:
+      if step - best_step >= max_steps_without_improvement:
         logging.info('No %s in metric "%s" for %s steps, which is >= %s: '
                      'stopping.', 'increase' if higher_is_better else
-                     'decrease', metric_name, step - best_step, max_steps)
+                     'decrease', metric_name, step - best_step,
+                     max_steps_without_improvement)
         return True
     return False
 
@@ -168,14 +174,14 @@ def _no_improvement_hook(estimator, metric_name, max_steps, higher_is_better,
 def stop_if_higher_hook(estimator, metric_name, threshold, eval_dir=None,
                         min_steps=0, run_every_secs=60, run_every_steps=None):
   """Stops once an evaluation's metric_name is above threshold."""
-  return _threshold_hook(estimator, metric_name, threshold, True, eval_dir,
+  return _stop_if_threshold_crossed_hook(estimator, metric_name, threshold, True, eval_dir,
                          min_steps, run_every_secs, run_every_steps)
 
 
 def stop_if_lower_hook(estimator, metric_name, threshold, eval_dir=None,
                        min_steps=0, run_every_secs=60, run_every_steps=None):
   """Stops once an evaluation's metric_name is below threshold."""
-  return _threshold_hook(estimator, metric_name, threshold, False, eval_dir,
+  return _stop_if_threshold_crossed_hook(estimator, metric_name, threshold, False, eval_dir,
                          min_steps, run_every_secs, run_every_steps)
 
 
@@ -184,7 +190,7 @@ def stop_if_no_increase_hook(estimator, metric_name,
                              min_steps=0, run_every_secs=60,
                              run_every_steps=None):
   """Stops once metric_name has not increased for that many steps."""
-  return _no_improvement_hook(estimator, metric_name,
+  return _stop_if_no_metric_improvement_hook(estimator, metric_name,
                               max_steps_without_increase, True, eval_dir,
                               min_steps, run_every_secs, run_every_steps)
 
@@ -194,7 +200,7 @@ def stop_if_no_decrease_hook(estimator, metric_name,
                              min_steps=0, run_every_secs=60,
                              run_every_steps=None):
   """Stops once metric_name has not decreased for that many steps."""
-  return _no_improvement_hook(estimator, metric_name,
+  return _stop_if_no_metric_improvement_hook(estimator, metric_name,
                               max_steps_without_decrease, False, eval_dir,
                               min_steps, run_every_secs, run_every_steps)
 

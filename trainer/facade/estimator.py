@@ -1,27 +1,59 @@
-"""Estimator (and EstimatorV2) of the facade; TPUEstimator is in
-tpu/tpu_estimator.py.
+"""Estimator (and EstimatorV2) of the facade; TPUEstimator is in tpu/tpu_estimator.py.
 
-Same constructor arguments, checks and method contracts as
-tensorflow_estimator 2.15's. Each call runs on one of two engines:
+Laid out as tensorflow_estimator 2.15's estimator.py: the same constructor
+arguments and checks, the same module-level helpers (published at
+tensorflow_estimator.python.estimator.estimator), and the same methods,
+which call one another at the reference's points with its arguments, so
+that a subclass that overrides or replaces one sees what it sees under
+Estimator (tests/facade/subclass_contract_test.py):
+  __init__   self.__class__._assert_members_are_not_overridden(self), then
+             maybe_overwrite_model_dir_and_session_config(config, model_dir)
+  train      _convert_train_steps_to_hooks(steps, max_steps),
+             _train_model(input_fn, hooks, saving_listeners) ->
+             _train_model_default (no train_distribute) or
+             _train_model_distributed -> in a new graph:
+             _create_and_assert_global_step(g) -> _create_global_step(g),
+             _get_features_and_labels_from_input_fn(input_fn, 'train') ->
+             _call_input_fn(input_fn, 'train'), _call_model_fn(features,
+             labels, 'train', config), _train_with_estimator_spec(spec,
+             worker_hooks, hooks, global_step, saving_listeners)
+  evaluate   _actual_eval(input_fn, strategy, steps, hooks, checkpoint_path,
+             name) -> _convert_eval_steps_to_hooks(steps),
+             _evaluate_build_graph(input_fn, hooks, checkpoint_path) ->
+             _create_and_assert_global_step, _call_model_fn_eval(input_fn,
+             config) -> _get_features_and_labels_from_input_fn,
+             _call_model_fn; _maybe_warm_start(checkpoint_path);
+             eval_dir(name), _evaluate_run(checkpoint_path, scaffold,
+             update_op, eval_dict, all_hooks, output_dir)
+  predict    _create_and_assert_global_step, _get_features_from_input_fn ->
+             _call_input_fn, _validate_features_in_predict_input;
+             _call_model_fn(features, None, 'infer', config),
+             _maybe_warm_start, _extract_keys, _extract_batch_length
+  export     export_saved_model / export_savedmodel /
+             experimental_export_all_saved_models ->
+             _export_all_saved_models -> latest_checkpoint(),
+             _add_meta_graph_for_mode(builder, input_receiver_fn_map,
+             checkpoint_path, save_variables, mode=..., strip_default_attrs=)
+             per mode (train, eval, infer) -> _create_and_assert_global_step,
+             _call_model_fn(features=, labels=, mode=, config=)
+Each call runs on one of two engines:
   * the graph engine (trainer/engines/graph): Estimator's own
-    execution model, a TF1 graph and a MonitoredSession per call; used
-    whenever the real Estimator would run on one device (no
-    train_distribute / eval_distribute, TPUEstimator with use_tpu=False or
-    no TPU found), on a task of a TF_CONFIG cluster (between-graph
-    replication, the session on the task's server, trainer/engines/graph/cluster.py;
-    without ps tasks each task's variables are its own),
-    and for training under the strategies Estimator ran in its own graph
-    (tf.compat.v1 ParameterServerStrategy, CentralStorageStrategy, a
-    graph-mode MultiWorkerMirroredStrategy: trainer/engines/graph/distributed_train.py);
-  * the tf2 runner (trainer/engines/tf2, through backend.py), for what else
+    execution model, a TF1 graph and a MonitoredSession per call, through
+    the methods above; used whenever the real Estimator would run on one
+    device (no train_distribute / eval_distribute, TPUEstimator with
+    use_tpu=False or no TPU found), on a task of a TF_CONFIG cluster
+    (between-graph replication, trainer/engines/graph/cluster.py), and for training
+    under the strategies Estimator ran in its own graph (tf.compat.v1
+    ParameterServerStrategy, CentralStorageStrategy, a graph-mode
+    MultiWorkerMirroredStrategy: trainer/engines/graph/distributed_train.py, which
+    calls _call_input_fn, _create_and_assert_global_step and
+    _call_model_fn);
+  * the tf2 engine (trainer/engines/tf2, through distributed/backend.py), for what else
     needs tf.distribute: a RunConfig train_distribute / eval_distribute
-    strategy of several replicas, a TPUEstimator on a TPU.
-Methods: train(input_fn, hooks, steps, max_steps, saving_listeners),
-evaluate(input_fn, steps, hooks, checkpoint_path, name), predict(input_fn,
-predict_keys, hooks, checkpoint_path, yield_single_examples),
-export_saved_model / export_savedmodel / experimental_export_all_saved_models,
-get_variable_value, get_variable_names, latest_checkpoint, eval_dir,
-model_dir, config, params, model_fn. Subclasses may not override them.
+    strategy of several replicas, a TPUEstimator on a TPU. It calls the
+    model_fn and input_fn itself: a subclass that overrides a method of
+    that call's path is refused before the call (UnsupportedApiError naming
+    the method; _refuse_overrides_on_tf2).
 """
 
 import collections
@@ -34,23 +66,41 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import estimator_calls
+from trainer.compat import estimator_reexports
 from trainer.compat import tf_private
 from trainer.compat import v2_behavior as behavior
-from trainer.facade import run_config
+from trainer.engines.graph import added_hooks as graph_hooks
 from trainer.engines.graph import distributed_train
-from trainer.engines.graph import engine as graph_engine
+from trainer.engines.graph import evaluate as graph_evaluate
+from trainer.engines.graph import export as graph_export
+from trainer.engines.graph import inputs as graph_inputs
 from trainer.engines.graph import program as program_lib
+from trainer.engines.graph import train as graph_train
+from trainer.facade import run_config
+from trainer.facade import unsupported
 from trainer.facade.distributed import backend
+from trainer.guard import checkpoint_fit
 from trainer.runtime import checkpoints
+from trainer.runtime import eval_summaries
+from trainer.runtime import predictions as predictions_lib
 from trainer.runtime import strategy as strategy_lib
 
 _v1 = tf.compat.v1
-_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'config'}
+ModeKeys = specs.ModeKeys
+_VALID_MODEL_FN_ARGS = frozenset(
+    ('features', 'labels', 'mode', 'params', 'self', 'config'))
 _ALLOWED_OVERRIDES = frozenset((
     'model_fn', '_create_and_assert_global_step', '_export_all_saved_models',
     '_tf_api_names', '_tf_api_names_v1', '_estimator_api_names',
     '_estimator_api_names_v1', '_estimator_api_constants',
     '_estimator_api_constants_v1', 'latest_checkpoint'))
+# Estimator's usage gauges (tf.estimator's monitoring cells; the
+# reference's canned Estimators set the second one).
+_estimator_api_gauge = estimator_reexports.LazyGauge(
+    'bool', '/tensorflow/api/estimator', 'estimator api usage', 'method')
+_canned_estimator_api_gauge = estimator_reexports.LazyGauge(
+    'string', '/tensorflow/api/estimator/canned_estimator',
+    'Gauge to track the type of canned estimator used', 'ClassType')
 
 
 class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
@@ -71,7 +121,9 @@ class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
 VocabInfo = _v1.train.VocabInfo
 
 
-def _warm_start_settings(warm_start_from):
+# -- module-level helpers (tensorflow_estimator's names) ----------------------
+
+def _get_default_warm_start_settings(warm_start_from):
   """WarmStartSettings for Estimator's warm_start_from argument, or None."""
   if warm_start_from is None:
     return None
@@ -90,9 +142,11 @@ def _warm_start_settings(warm_start_from):
                    f'instead got {type(warm_start_from)}')
 
 
-def _config_with_model_dir(config, model_dir):
-  """Estimator's rule: model_dir from the argument or config, else a new
-  temporary directory; a default session config when there is none."""
+def maybe_overwrite_model_dir_and_session_config(config, model_dir):
+  """Estimator's rule for its RunConfig: `config` (a default RunConfig when
+  None) with model_dir from the argument or config, else a new temporary
+  directory, and the default session config when it has none. ValueError
+  if config is no RunConfig, or the two model_dirs differ."""
   if config is None:
     config = run_config.RunConfig()
     _v1.logging.info('Using default config.')
@@ -101,12 +155,12 @@ def _config_with_model_dir(config, model_dir):
                      f'{config}.')
   if config.session_config is None:
     config = run_config.RunConfig.replace(
-        config, session_config=program_lib.default_session_config())
-  if model_dir is not None:
-    model_dir = os.fspath(model_dir)
-    if isinstance(model_dir, bytes):
-      model_dir = model_dir.decode()
-  if model_dir and config.model_dir is not None and (
+        config, session_config=run_config.get_default_session_config())
+  model_dir = run_config.path_to_str(model_dir)
+  if isinstance(model_dir, bytes):
+    model_dir = model_dir.decode()
+  if model_dir is not None and (
+      getattr(config, 'model_dir', None) is not None and
       config.model_dir != model_dir):
     raise ValueError(
         '`model_dir` are set both in constructor and `RunConfig`, but with '
@@ -114,7 +168,7 @@ def _config_with_model_dir(config, model_dir):
         f"'{config.model_dir}' ")
   if model_dir:
     return run_config.RunConfig.replace(config, model_dir=model_dir)
-  if config.model_dir is None:
+  if getattr(config, 'model_dir', None) is None:
     model_dir = tempfile.mkdtemp()
     _v1.logging.warn('Using temporary folder as model directory: %s',
                      model_dir)
@@ -122,7 +176,7 @@ def _config_with_model_dir(config, model_dir):
   return config
 
 
-def load_global_step_from_checkpoint_dir(checkpoint_dir):
+def _load_global_step_from_checkpoint_dir(checkpoint_dir):
   """global_step of the latest checkpoint in checkpoint_dir; 0 if none (or
   if it cannot be read: Estimator's contract)."""
   try:
@@ -131,7 +185,10 @@ def load_global_step_from_checkpoint_dir(checkpoint_dir):
     return 0
 
 
-def verify_model_fn_args(model_fn, params):
+load_global_step_from_checkpoint_dir = _load_global_step_from_checkpoint_dir
+
+
+def _verify_model_fn_args(model_fn, params):
   """Raises ValueError as Estimator does for a model_fn it cannot call."""
   args = set(estimator_calls.fn_args(model_fn))
   if 'features' not in args:
@@ -143,14 +200,18 @@ def verify_model_fn_args(model_fn, params):
   if params is None and 'params' in args:
     _v1.logging.warn("Estimator's model_fn (%s) includes params argument, but "
                      'params are not passed to Estimator.', model_fn)
-  unexpected = list(args - _MODEL_FN_ARGS)
+  unexpected = list(args - _VALID_MODEL_FN_ARGS)
   if unexpected:
     raise ValueError(f'model_fn ({model_fn}) has following not expected '
                      f'args: {unexpected}')
 
 
+verify_model_fn_args = _verify_model_fn_args
+
+
 def _assert_members_are_not_overridden(cls, obj):
-  """ValueError if a subclass of Estimator overrides one of its members."""
+  """ValueError if obj's class overrides a member of `cls` (Estimator or
+  EstimatorV2) but the few Estimator allows; TPUEstimator is exempt."""
   if obj.__class__.__name__ == 'TPUEstimator':
     return
   members = {m for m in dir(cls) if not m.startswith('__')}
@@ -162,7 +223,14 @@ def _assert_members_are_not_overridden(cls, obj):
                      f'Estimator. {obj.__class__} does override {overridden}')
 
 
+def _check_checkpoint_available(model_dir):
+  if not tf.train.latest_checkpoint(model_dir):
+    raise ValueError(
+        f'Could not find trained model in model_dir: {model_dir}.')
+
+
 def _check_hooks_type(hooks):
+  """hooks as a list; TypeError for one that is no SessionRunHook."""
   hooks = list(hooks or [])
   for hook in hooks:
     if not isinstance(hook, _v1.train.SessionRunHook):
@@ -170,13 +238,92 @@ def _check_hooks_type(hooks):
   return hooks
 
 
-def _check_listeners_type(listeners):
-  listeners = list(listeners or [])
+def _check_listeners_type(saving_listeners):
+  """saving_listeners as a list; TypeError for one that is no
+  CheckpointSaverListener."""
+  listeners = list(saving_listeners or [])
   for listener in listeners:
     if not isinstance(listener, _v1.train.CheckpointSaverListener):
       raise TypeError('saving_listeners must be a list of '
                       f'CheckpointSaverListener, given: {listener}')
   return listeners
+
+
+def _get_replica_device_setter(config):
+  """Estimator's default device function: a replica device setter over the
+  cluster's ps tasks, or None without any."""
+  if not config.num_ps_replicas:
+    return None
+  return program_lib.device_fn(config.replace(device_fn=None))
+
+
+def _verify_and_create_loss_metric(eval_metric_ops, loss, distribution=None):
+  """eval_metric_ops with Estimator's `loss` metric (the mean of `loss`);
+  ValueError if it has one named so."""
+  if specs.LOSS_METRIC_KEY in eval_metric_ops:
+    raise ValueError(
+        f'Metric with name "{specs.LOSS_METRIC_KEY}" is not allowed, because '
+        'Estimator already defines a default metric with the same name.')
+  if distribution is None:
+    eval_metric_ops[specs.LOSS_METRIC_KEY] = _v1.metrics.mean(loss)
+  else:
+    eval_metric_ops[specs.LOSS_METRIC_KEY] = (
+        distribution.extended.call_for_each_replica(_v1.metrics.mean,
+                                                    args=(loss,)))
+  return eval_metric_ops
+
+
+def _extract_metric_update_ops(eval_dict, distribution=None):
+  """(one op running every update op, {name: value tensor}) of
+  {name: (value, update)} metrics, in name order."""
+  update_ops, value_ops = [], {}
+  for name, value in sorted(eval_dict.items()):
+    value_ops[name] = value[0]
+    update_ops.append(distribution.group(value[1]) if distribution
+                      else value[1])
+  return (tf.group(*update_ops) if update_ops else None), value_ops
+
+
+def _dict_to_str(dictionary):
+  """'k1 = v1, k2 = v2' of a metrics dict in key order (bytes values left
+  out), as Estimator logs it."""
+  return eval_summaries.dict_to_str(dictionary)
+
+
+def _write_dict_to_summary(output_dir, dictionary, current_global_step):
+  """Writes a metrics dict as summaries of step current_global_step."""
+  eval_summaries.write_dict_to_summary(output_dir, dictionary,
+                                       current_global_step)
+
+
+def _write_checkpoint_path_to_summary(output_dir, checkpoint_path,
+                                      current_global_step):
+  """Writes the evaluated checkpoint's path as a text summary."""
+  eval_summaries.write_checkpoint_path_to_summary(output_dir, checkpoint_path,
+                                                  current_global_step)
+
+
+def _has_dataset_or_queue_runner(maybe_tensor):
+  """Whether predict input ends by itself (a tf.data iterator or queue)."""
+  return graph_inputs.uses_dataset_or_queue(maybe_tensor)
+
+
+def _get_loss_reduce_op_for_reporting():
+  """How a loss computed across replicas is reduced for logging."""
+  if tf_private.loss_scaled_by_optimizer(_v1.get_default_graph()):
+    return _v1.distribute.get_loss_reduction()
+  return tf.distribute.ReduceOp.SUM
+
+
+# A Scaffold's ready_for_local_init_op inside a replica.
+create_per_replica_ready_for_local_init_op = (
+    distributed_train.per_replica_ready_for_local_init_op)
+
+
+def _combine_distributed_scaffold(grouped_scaffold, distribution):
+  """One Scaffold of the per-replica Scaffolds a strategy's model_fn calls
+  returned."""
+  return distributed_train.combined_scaffold(grouped_scaffold, distribution)
 
 
 def _graph_strategy(config):
@@ -203,29 +350,76 @@ def _check_not_coordinated(config, method):
                    f'`estimator.{method}`')
 
 
+# The methods each tf2-runner call would bypass (see the module docstring).
+_TF2_BYPASSED = {
+    ModeKeys.TRAIN: (
+        '_train_model_default', '_train_model_distributed',
+        '_actual_train_model_distributed', '_train_with_estimator_spec',
+        '_create_and_assert_global_step', '_create_global_step',
+        '_get_features_and_labels_from_input_fn',
+        '_get_iterator_from_input_fn', '_call_input_fn', '_call_model_fn'),
+    ModeKeys.EVAL: (
+        '_evaluate_build_graph', '_call_model_fn_eval',
+        '_call_model_fn_eval_distributed', '_evaluate_run',
+        '_maybe_warm_start', '_create_and_assert_global_step',
+        '_create_global_step', '_get_features_and_labels_from_input_fn',
+        '_get_iterator_from_input_fn', '_call_input_fn', '_call_model_fn'),
+}
+
+
+def _own_class(cls):
+  """The facade's class a (user) subclass derives from."""
+  return next(c for c in cls.__mro__
+              if c.__module__.startswith('trainer.facade.'))
+
+
+class _EstimatorProgram(program_lib.Program):
+  """The graph engine's Program for the parts it builds itself (training
+  under a graph-mode strategy, a cluster task): calls the model_fn, the
+  input_fn and makes global_step through the Estimator's methods."""
+
+  def __init__(self, estimator, **kwargs):
+    super().__init__(**kwargs)
+    self.estimator = estimator
+
+  def call_input_fn(self, input_fn, mode, input_context=None):
+    return self.estimator._call_input_fn(input_fn, mode, input_context)  # pylint: disable=protected-access
+
+  def call_model_fn(self, features, labels, mode, export=False, config=None,
+                    use_tpu=False):
+    assert not export and not use_tpu, 'exports call _call_model_fn'
+    return self.estimator._call_model_fn(  # pylint: disable=protected-access
+        features, labels, mode, config or self.estimator.config)
+
+  def create_global_step(self, graph):
+    return self.estimator._create_and_assert_global_step(graph)  # pylint: disable=protected-access
+
+
 class Estimator:
   """tf.estimator.Estimator (see the module docstring)."""
 
   def __init__(self, model_fn, model_dir=None, config=None, params=None,
                warm_start_from=None):
-    self._assert_members_are_not_overridden()
-    self._setup(model_fn, model_dir, config, params, warm_start_from,
-                verify=True)
-
-  def _setup(self, model_fn, model_dir, config, params, warm_start_from,
-             verify):
-    self._config = _config_with_model_dir(config, model_dir)
-    self._model_dir = self._config.model_dir
-    self._session_config = self._config.session_config
+    _estimator_api_gauge.get_cell('init').set(True)
+    self.__class__._assert_members_are_not_overridden(self)  # pylint: disable=protected-access
+    self._config = maybe_overwrite_model_dir_and_session_config(config,
+                                                                model_dir)
     self._train_distribution = self._config.train_distribute
     self._eval_distribution = self._config.eval_distribute
+    self._model_dir = self._config.model_dir
+    self._session_config = self._config.session_config
+    _v1.logging.info('Using config: %s', str(vars(self._config)))
+    self._device_fn = (self._config.device_fn or
+                       _get_replica_device_setter(self._config))
     if model_fn is None:
       raise ValueError('model_fn must be provided to Estimator.')
-    if verify:
-      verify_model_fn_args(model_fn, params)
+    _verify_model_fn_args(model_fn, params)
     self._model_fn = model_fn
     self._params = copy.deepcopy(params or {})
-    self._warm_start_settings = _warm_start_settings(warm_start_from)
+    self._warm_start_settings = _get_default_warm_start_settings(
+        warm_start_from)
+    # How _call_model_fn calls the model_fn now (_exporting_for_tpu).
+    self._model_fn_call = {}
 
   # -- properties -----------------------------------------------------------
 
@@ -243,35 +437,49 @@ class Estimator:
 
   @property
   def model_fn(self):
-    """model_fn(features, labels, mode, config) bound to self.params."""
+    """model_fn(features, labels, mode, config) through _call_model_fn."""
 
     def public_model_fn(features, labels, mode, config):
-      return self._program().call_model_fn(features, labels, mode,
-                                           config=config)
+      return self._call_model_fn(features, labels, mode, config)
 
     return public_model_fn
+
+  def get_variable_value(self, name):
+    """The value of variable `name` in the latest checkpoint (numpy)."""
+    _check_checkpoint_available(self.model_dir)
+    return tf.train.load_variable(self.model_dir, name)
+
+  def get_variable_names(self):
+    """Names of the variables in the latest checkpoint."""
+    _check_checkpoint_available(self.model_dir)
+    return [name for name, _ in tf.train.list_variables(self.model_dir)]
+
+  def latest_checkpoint(self):
+    return tf.train.latest_checkpoint(self.model_dir)
 
   def eval_dir(self, name=None):
     return os.path.join(self._model_dir, 'eval' if not name else
                         'eval_' + name)
 
-  def latest_checkpoint(self):
-    return tf.train.latest_checkpoint(self.model_dir)
+  # -- engines --------------------------------------------------------------
 
-  def _check_checkpoint(self):
-    if not tf.train.latest_checkpoint(self.model_dir):
-      raise ValueError(
-          f'Could not find trained model in model_dir: {self.model_dir}.')
+  def _program(self):
+    """What the graph engine runs for this Estimator (calling through its
+    methods)."""
+    return _EstimatorProgram(
+        self, model_fn=self._model_fn, params=self._params,
+        config=self._config, warm_start=self._warm_start_settings,
+        tpu=self._tpu_settings())
 
-  def get_variable_value(self, name):
-    """The value of variable `name` in the latest checkpoint (numpy)."""
-    self._check_checkpoint()
-    return tf.train.load_variable(self.model_dir, name)
+  def _calls(self):
+    """How the model_fn and input_fn are called, without the methods
+    (what _call_model_fn and _call_input_fn run)."""
+    return program_lib.Program(
+        model_fn=self._model_fn, params=self._params, config=self._config,
+        warm_start=self._warm_start_settings, tpu=self._tpu_settings())
 
-  def get_variable_names(self):
-    """Names of the variables in the latest checkpoint."""
-    self._check_checkpoint()
-    return [name for name, _ in tf.train.list_variables(self.model_dir)]
+  def _tpu_settings(self):
+    return None  # TPUEstimator: its TPUSettings.
 
   def _for_worker_context(self, context, strategy):
     """A copy of this Estimator for a Distribute Coordinator task: its
@@ -281,19 +489,10 @@ class Estimator:
     new._config = self._config.for_worker_context(context, strategy)
     new._train_distribution = new._config.train_distribute
     new._eval_distribution = new._config.eval_distribute
+    new._session_config = new._config.session_config
     new._params = copy.deepcopy(self._params)
+    new._model_fn_call = {}
     return new
-
-  # -- engines --------------------------------------------------------------
-
-  def _program(self):
-    """What the graph engine runs for this Estimator."""
-    return program_lib.Program(
-        model_fn=self._model_fn, params=self._params, config=self._config,
-        warm_start=self._warm_start_settings, tpu=self._tpu_settings())
-
-  def _tpu_settings(self):
-    return None  # TPUEstimator: its TPUSettings.
 
   def _needs_tf2(self, mode):
     """Whether `mode` runs under tf.distribute (the tf2 runner): with a
@@ -304,100 +503,373 @@ class Estimator:
     with or without ps tasks: each task its own graph (between-graph
     replication). predict() runs on one device whatever the strategies, as
     Estimator.predict."""
-    if mode == specs.ModeKeys.PREDICT:
+    if mode == ModeKeys.PREDICT:
       return False
-    if mode == specs.ModeKeys.TRAIN and _graph_strategy(self._config):
+    if mode == ModeKeys.TRAIN and _graph_strategy(self._config):
       return False
-    distribution = (self._train_distribution if mode == specs.ModeKeys.TRAIN
+    distribution = (self._train_distribution if mode == ModeKeys.TRAIN
                     else self._eval_distribution)
     return strategy_lib.is_distributed(distribution)
+
+  def _refuse_overrides_on_tf2(self, mode, why):
+    """UnsupportedApiError if this object's class overrides a method the
+    tf2 runner's call in `mode` bypasses; `why`: what runs the call."""
+    own = _own_class(type(self))
+    overridden = [m for m in _TF2_BYPASSED[mode]
+                  if getattr(type(self), m, None) is not getattr(own, m,
+                                                                 None)]
+    if overridden:
+      name = type(self).__name__
+      raise unsupported.error_for(
+          f'{name}.{overridden[0]} (an override of {own.__name__}'
+          f'.{overridden[0]}, in {mode})',
+          f'{why}, the facade runs the call on its tf2 runner, which calls '
+          f'the model_fn and input_fn itself and not {name}\'s '
+          f'{", ".join(overridden)}',
+          'move that logic into the model_fn or input_fn, or run without a '
+          'strategy of several replicas (on the graph engine the override '
+          'is called as under Estimator)')
 
   def _backend(self):
     return backend.Backend(backend.Model(
         model_fn=self._model_fn, params=self._params, config=self._config,
         warm_start=self._warm_start_settings))
 
-  @contextlib.contextmanager
-  def _engine(self, mode):
-    """The engine (trainer/engines/engine.py) of a `mode` call: the tf2
-    engine, through distributed/backend.py and inside tf2_behavior(), where
-    _needs_tf2 says; else the graph engine (under the train_distribute
-    strategy Estimator ran in its graph, for training)."""
-    if self._needs_tf2(mode):
-      with behavior.tf2_behavior():
-        yield self._backend()
-      return
-    strategy = (_graph_strategy(self._config)
-                if mode == specs.ModeKeys.TRAIN else None)
-    yield graph_engine.GraphEngine(self._program(), strategy=strategy)
+  def _tf2_reason(self, mode):
+    strategy = (self._train_distribution if mode == ModeKeys.TRAIN
+                else self._eval_distribution)
+    return f'with {type(strategy).__name__} of several replicas'
 
   # -- train ----------------------------------------------------------------
 
   def train(self, input_fn, hooks=None, steps=None, max_steps=None,
             saving_listeners=None):
     """Trains; returns self (see tf.estimator.Estimator.train)."""
+    _estimator_api_gauge.get_cell('train').set(True)
     if self.config.task_type in (run_config.TaskType.EVALUATOR,
                                  run_config.TaskType.PS):
       raise ValueError(
           'Train has been called wrong configuration. Please use '
           'tf.estimator.train_and_evaluate which calls proper API according '
           f'to given configuration. Current configuration: {self.config}.')
-    if steps is not None and max_steps is not None:
-      raise ValueError('Can not provide both steps and max_steps.')
-    if steps is not None and steps <= 0:
-      raise ValueError(f'Must specify steps > 0, given: {steps}')
-    if max_steps is not None and max_steps <= 0:
-      raise ValueError(f'Must specify max_steps > 0, given: {max_steps}')
-    if max_steps is not None:
-      start = load_global_step_from_checkpoint_dir(self._model_dir)
-      if max_steps <= start:
-        _v1.logging.info('Skipping training since max_steps has already '
-                         'saved.')
-        return self
-    hooks = _check_hooks_type(hooks)
-    hooks.extend(self._convert_train_steps_to_hooks(steps, max_steps))
-    saving_listeners = _check_listeners_type(saving_listeners)
-    _check_not_coordinated(self._config, 'train')
-    with self._engine(specs.ModeKeys.TRAIN) as engine:
-      loss = engine.train(input_fn=input_fn, hooks=hooks,
-                          saving_listeners=saving_listeners)
-    _v1.logging.info('Loss for final step: %s.', loss)
-    return self
+    with tf_private.graph_mode():
+      if steps is not None and max_steps is not None:
+        raise ValueError('Can not provide both steps and max_steps.')
+      if steps is not None and steps <= 0:
+        raise ValueError(f'Must specify steps > 0, given: {steps}')
+      if max_steps is not None and max_steps <= 0:
+        raise ValueError(f'Must specify max_steps > 0, given: {max_steps}')
+      if max_steps is not None:
+        start = _load_global_step_from_checkpoint_dir(self._model_dir)
+        if max_steps <= start:
+          _v1.logging.info('Skipping training since max_steps has already '
+                           'saved.')
+          return self
+      hooks = _check_hooks_type(hooks)
+      hooks.extend(self._convert_train_steps_to_hooks(steps, max_steps))
+      saving_listeners = _check_listeners_type(saving_listeners)
+      _check_not_coordinated(self._config, 'train')
+      loss = self._train_model(input_fn, hooks, saving_listeners)
+      _v1.logging.info('Loss for final step: %s.', loss)
+      return self
 
   def _convert_train_steps_to_hooks(self, steps, max_steps):
     if steps is None and max_steps is None:
       return []
     return [_v1.train.StopAtStepHook(steps, max_steps)]
 
-  # -- evaluate, predict ----------------------------------------------------
+  def _train_model(self, input_fn, hooks, saving_listeners):
+    if self._needs_tf2(ModeKeys.TRAIN):
+      self._refuse_overrides_on_tf2(ModeKeys.TRAIN,
+                                    self._tf2_reason(ModeKeys.TRAIN))
+      with behavior.tf2_behavior():
+        return self._backend().train(input_fn=input_fn, hooks=hooks,
+                                     saving_listeners=saving_listeners)
+    if self._train_distribution:
+      return self._train_model_distributed(input_fn, hooks, saving_listeners)
+    return self._train_model_default(input_fn, hooks, saving_listeners)
+
+  def _train_model_default(self, input_fn, hooks, saving_listeners):
+    """Trains in a new graph and MonitoredTrainingSession (no strategy);
+    the last step's loss."""
+    worker_hooks = []
+    with tf.Graph().as_default() as g, g.device(self._device_fn):
+      _v1.random.set_random_seed(self._config.tf_random_seed)
+      global_step_tensor = self._create_and_assert_global_step(g)
+      if global_step_tensor is not None:
+        tf_private.create_global_step_read(g)
+      features, labels, input_hooks = (
+          self._get_features_and_labels_from_input_fn(input_fn,
+                                                      ModeKeys.TRAIN))
+      worker_hooks.extend(input_hooks)
+      estimator_spec = self._call_model_fn(features, labels, ModeKeys.TRAIN,
+                                           self.config)
+      global_step_tensor = _v1.train.get_global_step(g)
+      return self._train_with_estimator_spec(estimator_spec, worker_hooks,
+                                             hooks, global_step_tensor,
+                                             saving_listeners)
+
+  def _train_model_distributed(self, input_fn, hooks, saving_listeners):
+    """Trains under the RunConfig's train_distribute strategy on the graph
+    engine: one Estimator runs in its own graph (_graph_strategy); a
+    strategy of one replica trains as without it."""
+    strategy = _graph_strategy(self._config)
+    if strategy is None:
+      return self._train_model_default(input_fn, hooks, saving_listeners)
+    return self._actual_train_model_distributed(strategy, input_fn, hooks,
+                                                saving_listeners)
+
+  def _actual_train_model_distributed(self, strategy, input_fn, hooks,
+                                      saving_listeners):
+    return distributed_train.train(self._program(), strategy, input_fn, hooks,
+                                   saving_listeners)
+
+  def _train_with_estimator_spec_distributed(self, estimator_spec,
+                                             worker_hooks, saving_listener):
+    """Trains a spec built under a MultiWorkerMirroredStrategy: the session
+    itself checkpoints, without listeners."""
+    if saving_listener:
+      raise ValueError('Saving listenor is not supported by the current '
+                       'Distribution Strategies.')
+    return graph_train.train_with_spec(
+        self._program(), estimator_spec, worker_hooks, [],
+        _v1.train.get_global_step(), [], session_checkpoints=True)
+
+  def _train_with_estimator_spec(self, estimator_spec, worker_hooks, hooks,
+                                 global_step_tensor, saving_listeners):
+    """Runs the training loop of a TRAIN spec built in the default graph."""
+    return graph_train.train_with_spec(self._program(), estimator_spec,
+                                       worker_hooks, hooks,
+                                       global_step_tensor, saving_listeners)
+
+  # -- evaluate ---------------------------------------------------------------
 
   def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None,
                name=None):
     """Metrics of the latest (or the given) checkpoint, with global_step."""
+    _estimator_api_gauge.get_cell('evaluate').set(True)
+    return self._actual_eval(input_fn, strategy=self._eval_distribution,
+                             steps=steps, hooks=hooks,
+                             checkpoint_path=checkpoint_path, name=name)
+
+  def _actual_eval(self, input_fn, strategy=None, steps=None, hooks=None,
+                   checkpoint_path=None, name=None):
+    """Evaluates (see evaluate); `strategy` is the eval_distribute one."""
     hooks = _check_hooks_type(hooks)
-    if steps is not None and steps <= 0:
-      raise ValueError(f'Must specify steps > 0, given: {steps}')
-    with self._engine(specs.ModeKeys.EVAL) as engine:
-      return engine.evaluate(steps, input_fn=input_fn,
-                             checkpoint_path=checkpoint_path, hooks=hooks,
-                             name=name)
+    if self._needs_tf2(ModeKeys.EVAL):
+      if steps is not None and steps <= 0:
+        raise ValueError(f'Must specify steps > 0, given: {steps}')
+      self._refuse_overrides_on_tf2(ModeKeys.EVAL,
+                                    self._tf2_reason(ModeKeys.EVAL))
+      with behavior.tf2_behavior():
+        return self._backend().evaluate(steps, input_fn=input_fn,
+                                        checkpoint_path=checkpoint_path,
+                                        hooks=hooks, name=name)
+    del strategy  # One replica: evaluated as without it (_needs_tf2).
+    with tf_private.graph_mode():
+      hooks.extend(self._convert_eval_steps_to_hooks(steps))
+      if not checkpoint_path:
+        latest_path = tf.train.latest_checkpoint(self._model_dir)
+        if not latest_path:
+          _v1.logging.info(
+              f'Could not find trained model in model_dir: {self._model_dir}'
+              ', running initialization to evaluate.')
+        checkpoint_path = latest_path
+      with tf.Graph().as_default():
+        scaffold, update_op, eval_dict, all_hooks = (
+            self._evaluate_build_graph(input_fn, hooks, checkpoint_path))
+        return self._evaluate_run(
+            checkpoint_path=checkpoint_path, scaffold=scaffold,
+            update_op=update_op, eval_dict=eval_dict, all_hooks=all_hooks,
+            output_dir=self.eval_dir(name))
+
+  def _convert_eval_steps_to_hooks(self, steps):
+    return graph_evaluate.steps_hooks(steps)
+
+  def _evaluate_build_graph(self, input_fn, hooks=None, checkpoint_path=None):
+    """Builds evaluation in the default graph; (scaffold, update_op,
+    eval_dict, all_hooks)."""
+    _v1.random.set_random_seed(self._config.tf_random_seed)
+    self._create_and_assert_global_step(_v1.get_default_graph())
+    if self._eval_distribution:
+      scaffold, evaluation_hooks, input_hooks, update_op, eval_dict = (
+          self._call_model_fn_eval_distributed(input_fn, self.config))
+    else:
+      scaffold, evaluation_hooks, input_hooks, update_op, eval_dict = (
+          self._call_model_fn_eval(input_fn, self.config))
+    global_step_tensor = _v1.train.get_global_step(_v1.get_default_graph())
+    self._maybe_warm_start(checkpoint_path)
+    if _v1.GraphKeys.GLOBAL_STEP in eval_dict:
+      raise ValueError(
+          'Metric with name `global_step` is not allowed, because Estimator '
+          'already defines a default metric with the same name.')
+    eval_dict[_v1.GraphKeys.GLOBAL_STEP] = global_step_tensor
+    all_hooks = list(input_hooks)
+    all_hooks.extend(hooks or [])
+    all_hooks.extend(list(evaluation_hooks or []))
+    if scaffold and scaffold.local_init_op:
+      tf_private.get_or_create_eval_step()
+      scaffold = _v1.train.Scaffold(
+          local_init_op=tf.group(scaffold.local_init_op,
+                                 _v1.train.Scaffold.default_local_init_op()),
+          copy_from_scaffold=scaffold)
+    return scaffold, update_op, eval_dict, all_hooks
+
+  def _call_model_fn_eval(self, input_fn, config):
+    """(scaffold, evaluation_hooks, input_hooks, update_op, eval_dict) of
+    the model_fn's EVAL spec."""
+    features, labels, input_hooks = (
+        self._get_features_and_labels_from_input_fn(input_fn, ModeKeys.EVAL))
+    estimator_spec = self._call_model_fn(features, labels, ModeKeys.EVAL,
+                                         config)
+    eval_metric_ops = _verify_and_create_loss_metric(
+        dict(estimator_spec.eval_metric_ops or {}), estimator_spec.loss)
+    update_op, eval_dict = _extract_metric_update_ops(eval_metric_ops)
+    return (estimator_spec.scaffold, estimator_spec.evaluation_hooks,
+            input_hooks, update_op, eval_dict)
+
+  def _call_model_fn_eval_distributed(self, input_fn, config):
+    """As _call_model_fn_eval: an eval_distribute strategy on the graph
+    engine has one replica, which evaluates as without it (_needs_tf2)."""
+    return self._call_model_fn_eval(input_fn, config)
+
+  def _evaluate_run(self, checkpoint_path, scaffold, update_op, eval_dict,
+                    all_hooks, output_dir):
+    """Runs a built evaluation; writes its summaries to output_dir."""
+    return graph_evaluate.run(
+        self._config, self._session_config, checkpoint_path, scaffold,
+        update_op, eval_dict, all_hooks, output_dir)
+
+  def _maybe_warm_start(self, checkpoint_path):
+    if not checkpoint_path and self._warm_start_settings:
+      _v1.logging.info('Warm-starting with WarmStartSettings: %s',
+                       self._warm_start_settings)
+      _v1.train.warm_start(*self._warm_start_settings)
+
+  # -- predict --------------------------------------------------------------
 
   def predict(self, input_fn, predict_keys=None, hooks=None,
               checkpoint_path=None, yield_single_examples=True):
     """Yields predictions (see tf.estimator.Estimator.predict)."""
-    hooks = _check_hooks_type(hooks)
-    with self._engine(specs.ModeKeys.PREDICT) as engine:
-      yield from engine.predict(
-          input_fn=input_fn, checkpoint_path=checkpoint_path, hooks=hooks,
-          yield_single_examples=yield_single_examples,
-          predict_keys=predict_keys)
+    _estimator_api_gauge.get_cell('predict').set(True)
+    with tf_private.graph_mode():
+      hooks = _check_hooks_type(hooks)
+      if not checkpoint_path:
+        checkpoint_path = tf.train.latest_checkpoint(self._model_dir)
+      if not checkpoint_path:
+        _v1.logging.info(
+            f'Could not find trained model in model_dir: {self._model_dir}, '
+            'running initialization to predict.')
+      with tf.Graph().as_default() as g:
+        _v1.random.set_random_seed(self._config.tf_random_seed)
+        self._create_and_assert_global_step(g)
+        features, input_hooks = self._get_features_from_input_fn(
+            input_fn, ModeKeys.PREDICT)
+        estimator_spec = self._call_model_fn(features, None,
+                                             ModeKeys.PREDICT, self.config)
+        self._maybe_warm_start(checkpoint_path)
+        predictions = self._extract_keys(estimator_spec.predictions,
+                                         predict_keys)
+        all_hooks = list(input_hooks)
+        all_hooks.extend(hooks)
+        all_hooks.extend(list(estimator_spec.prediction_hooks or []))
+        checkpoint_fit.check_saver(estimator_spec.scaffold.saver,
+                                   checkpoint_path)
+        creator = _v1.train.ChiefSessionCreator(
+            checkpoint_filename_with_path=checkpoint_path,
+            master=self._config.master, scaffold=estimator_spec.scaffold,
+            config=self._session_config)
+        with _v1.train.MonitoredSession(session_creator=creator,
+                                        hooks=all_hooks) as mon_sess:
+          while not mon_sess.should_stop():
+            preds_evaluated = mon_sess.run(predictions)
+            if not yield_single_examples:
+              yield preds_evaluated
+            elif not isinstance(predictions, dict):
+              yield from preds_evaluated
+            else:
+              for i in range(self._extract_batch_length(preds_evaluated)):
+                yield {key: value[i]
+                       for key, value in preds_evaluated.items()}
+
+  def _extract_batch_length(self, preds_evaluated):
+    return predictions_lib.batch_length(preds_evaluated)
+
+  def _extract_keys(self, predictions, predict_keys):
+    if not predict_keys:
+      return predictions
+    if not isinstance(predictions, dict):
+      raise ValueError(
+          'predict_keys argument is not valid in case of non-dict '
+          'predictions.')
+    existing_keys = predictions.keys()
+    kept = {k: v for k, v in predictions.items() if k in predict_keys}
+    if not kept:
+      raise ValueError(f'Expected to run at least one output from '
+                       f'{existing_keys}, provided {predict_keys}.')
+    return kept
+
+  # -- inputs, model_fn, global_step ----------------------------------------
+
+  def _get_features_from_input_fn(self, input_fn, mode):
+    """(features, input hooks) of the input_fn's result (labels dropped)."""
+    result = self._call_input_fn(input_fn, mode)
+    result, _, hooks = graph_inputs.features_and_labels(result)
+    self._validate_features_in_predict_input(result)
+    return result, hooks
+
+  def _validate_features_in_predict_input(self, result):
+    if not _has_dataset_or_queue_runner(result):
+      _v1.logging.warning(
+          'Input graph does not use tf.data.Dataset or contain a QueueRunner. '
+          'That means predict yields forever. This is probably a mistake.')
+
+  def _get_iterator_from_input_fn(self, input_fn, mode, distribution=None):
+    """(iterator, input hooks) of the input_fn's dataset; under
+    `distribution`, the strategy's iterator over it."""
+    if distribution is not None:
+      iterator = distribution.make_input_fn_iterator(
+          lambda input_context: self._call_input_fn(input_fn, mode,
+                                                    input_context))
+      return iterator, [distributed_train.IteratorInitializerHook(iterator)]
+    result = self._call_input_fn(input_fn, mode)
+    iterator = _v1.data.make_initializable_iterator(result)
+    return iterator, [graph_hooks.DatasetInitializerHook(iterator)]
+
+  def _get_features_and_labels_from_input_fn(self, input_fn, mode):
+    """(features, labels or None, input hooks) of the input_fn's result."""
+    return graph_inputs.features_and_labels(
+        self._call_input_fn(input_fn, mode))
+
+  def _create_global_step(self, graph):
+    return _v1.train.create_global_step(graph)
+
+  def _create_and_assert_global_step(self, graph):
+    step = self._create_global_step(graph)
+    assert step is _v1.train.get_global_step()
+    assert step.dtype.is_integer
+    return step
+
+  def _call_input_fn(self, input_fn, mode, input_context=None):
+    """The input_fn's result: called with the arguments it names (mode,
+    params, config, input_context), on the CPU."""
+    return self._calls().call_input_fn(input_fn, mode, input_context)
+
+  def _call_model_fn(self, features, labels, mode, config):
+    """The model_fn's EstimatorSpec, called with the arguments it names;
+    ValueError if it returns anything else."""
+    return self._calls().call_model_fn(features, labels, mode, config=config,
+                                       **self._model_fn_call)
+
+  def _assert_members_are_not_overridden(self):
+    _assert_members_are_not_overridden(Estimator, self)
 
   # -- export ---------------------------------------------------------------
 
   def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
                          assets_extra=None, as_text=False,
                          checkpoint_path=None,
-                         experimental_mode=specs.ModeKeys.PREDICT):
+                         experimental_mode=ModeKeys.PREDICT):
     """Exports a SavedModel of `experimental_mode` under export_dir_base;
     returns its directory (bytes)."""
     if not serving_input_receiver_fn:
@@ -417,6 +889,68 @@ class Estimator:
         as_text=as_text, checkpoint_path=checkpoint_path,
         strip_default_attrs=True)
 
+  def _export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
+                               assets_extra=None, as_text=False,
+                               checkpoint_path=None,
+                               strip_default_attrs=True):
+    """Writes one SavedModel with a meta graph per mode of the map (TRAIN,
+    EVAL, then PREDICT; the first saves the variables); its directory."""
+    with tf_private.graph_mode():
+      if not checkpoint_path:
+        checkpoint_path = self.latest_checkpoint()
+      if not checkpoint_path:
+        if self._warm_start_settings:
+          checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
+          if _v1.gfile.IsDirectory(checkpoint_path):
+            checkpoint_path = tf.train.latest_checkpoint(checkpoint_path)
+        else:
+          raise ValueError(
+              f"Couldn't find trained model at {self._model_dir}.")
+      with graph_export.saved_model_builder(
+          export_dir_base, as_text, assets_extra) as (builder, export_dir):
+        save_variables = True
+        for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):
+          if input_receiver_fn_map.get(mode):
+            self._add_meta_graph_for_mode(
+                builder, input_receiver_fn_map, checkpoint_path,
+                save_variables, mode=mode,
+                strip_default_attrs=strip_default_attrs)
+            save_variables = False
+        if save_variables:
+          raise ValueError('No valid modes for exporting found. Got '
+                           f'{input_receiver_fn_map.keys()}.')
+      return export_dir
+
+  def _add_meta_graph_for_mode(self, builder, input_receiver_fn_map,
+                               checkpoint_path, save_variables=True,
+                               mode=ModeKeys.PREDICT, export_tags=None,
+                               check_variables=True,
+                               strip_default_attrs=True):
+    """Adds `mode`'s meta graph to `builder`: the receiver, the model_fn in
+    that mode, its signatures; restores the checkpoint first
+    (check_variables) and saves the variables with it (save_variables)."""
+    if export_tags is None:
+      export_tags = graph_export.tags(mode)
+    input_receiver_fn = input_receiver_fn_map[mode]
+    with tf.Graph().as_default() as g:
+      self._create_and_assert_global_step(g)
+      _v1.random.set_random_seed(self._config.tf_random_seed)
+      input_receiver = input_receiver_fn()
+      self._model_fn_call = {'export': True}
+      try:
+        estimator_spec = self._call_model_fn(
+            features=input_receiver.features,
+            labels=getattr(input_receiver, 'labels', None), mode=mode,
+            config=self.config)
+      finally:
+        self._model_fn_call = {}
+      graph_export.add_meta_graph(
+          builder, estimator_spec, input_receiver, mode, export_tags,
+          checkpoint_path, save_variables=save_variables,
+          check_variables=check_variables,
+          strip_default_attrs=strip_default_attrs,
+          session_config=self._session_config)
+
   def export_savedmodel(self, export_dir_base, serving_input_receiver_fn,
                         assets_extra=None, as_text=False,
                         checkpoint_path=None, strip_default_attrs=False):
@@ -424,24 +958,10 @@ class Estimator:
     if not serving_input_receiver_fn:
       raise ValueError('An input_receiver_fn must be defined.')
     return self._export_all_saved_models(
-        export_dir_base, {specs.ModeKeys.PREDICT: serving_input_receiver_fn},
+        export_dir_base, {ModeKeys.PREDICT: serving_input_receiver_fn},
         assets_extra=assets_extra, as_text=as_text,
         checkpoint_path=checkpoint_path,
         strip_default_attrs=strip_default_attrs)
-
-  def _export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
-                               assets_extra=None, as_text=False,
-                               checkpoint_path=None,
-                               strip_default_attrs=True):
-    # Every export runs on the graph engine, as Estimator exports.
-    return graph_engine.GraphEngine(self._program()).export_all(
-        export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
-        as_text=as_text, checkpoint_path=checkpoint_path,
-        strip_default_attrs=strip_default_attrs)
-
-
-  def _assert_members_are_not_overridden(self):
-    _assert_members_are_not_overridden(Estimator, self)
 
 
 class _HiddenAttribute(property):

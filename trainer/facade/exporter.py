@@ -69,8 +69,12 @@ class LatestExporter(FinalExporter):
              is_the_final_export):
     path = super().export(estimator, export_path, checkpoint_path,
                           eval_result, True)
-    gc.keep_newest_exports(export_path, self._keep)
+    self._garbage_collect_exports(export_path)
     return path
+
+  def _garbage_collect_exports(self, export_dir_base):
+    """Deletes all but the newest exports_to_keep exports."""
+    gc.keep_newest_exports(export_dir_base, self._keep)
 
 
 def _loss_smaller(best_eval_result, current_eval_result):
@@ -82,7 +86,7 @@ def _loss_smaller(best_eval_result, current_eval_result):
   return best_eval_result['loss'] > current_eval_result['loss']
 
 
-def _check_compare_fn(compare_fn):
+def _verify_compare_fn_args(compare_fn):
   if compare_fn is None:
     raise ValueError('`compare_fn` must not be None.')
   args = set(estimator_calls.fn_args(compare_fn))
@@ -106,7 +110,7 @@ class BestExporter(FinalExporter):
                compare_fn=_loss_smaller, assets_extra=None, as_text=False,
                exports_to_keep=5):
     super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
-    _check_compare_fn(compare_fn)
+    _verify_compare_fn_args(compare_fn)
     _check_exports_to_keep(exports_to_keep)
     self._compare_fn = compare_fn
     self._event_file_pattern = event_file_pattern
@@ -115,9 +119,11 @@ class BestExporter(FinalExporter):
     self._best = None
     self._has_exported = False
 
-  def _best_in_events(self, pattern):
+  def _get_best_eval_result(self, event_files):
+    """The best evaluation result (compare_fn) in the event files matching
+    `event_files`, else None."""
     best = None
-    for path in tf.io.gfile.glob(pattern):
+    for path in tf.io.gfile.glob(event_files):
       for _, result in events.scalar_events(path):
         if best is None or self._compare_fn(best, result):
           best = result
@@ -127,7 +133,7 @@ class BestExporter(FinalExporter):
              is_the_final_export):
     if self._model_dir != estimator.model_dir and self._event_file_pattern:
       self._model_dir = estimator.model_dir
-      self._best = self._best_in_events(
+      self._best = self._get_best_eval_result(
           os.path.join(self._model_dir, self._event_file_pattern))
     if not (self._best is None or not self._has_exported or
             self._compare_fn(best_eval_result=self._best,
@@ -136,6 +142,10 @@ class BestExporter(FinalExporter):
     self._best = eval_result
     path = super().export(estimator, export_path, checkpoint_path,
                           eval_result, True)
-    gc.keep_newest_exports(export_path, self._keep)
+    self._garbage_collect_exports(export_path)
     self._has_exported = True
     return path
+
+  def _garbage_collect_exports(self, export_dir_base):
+    """Deletes all but the newest exports_to_keep exports."""
+    gc.keep_newest_exports(export_dir_base, self._keep)

@@ -3,13 +3,21 @@
 On TensorFlow without Estimator (>= 2.16), install() sets
   tf.estimator, tf.compat.v2.estimator               (TF2 API: no tpu)
   tf.compat.v1.estimator (+ .tpu, .export, .experimental, .inputs)
+  and `estimator` on the nested tf.compat.vN.compat.vM modules
 and registers the same modules in sys.modules under those names and under
-the private paths old programs import: tensorflow.python.estimator[.*],
-tensorflow_estimator[.python.estimator[.*]], tensorflow.python.tpu.
-tpu_estimator / tpu_config. Idempotent; on TF with the real Estimator it
-changes nothing.
+every module path of tensorflow_estimator 2.15 (its inventory,
+inventory.json): tensorflow_estimator[.python.estimator[.*]], its _api and
+api._v1/_v2 modules, TF 2.15's tensorflow.python.estimator[.*] and
+tensorflow.python.tpu.* shims. _namespaces() says which facade module is
+each path (a module of the facade itself, or the names it holds);
+_SAME_MODULES which paths are the same module. stand_ins.py completes each
+from the inventory (the reference's constants, submodules, re-exported
+objects, and the stand-ins of what gaps.py says the facade does not
+provide) and makes the paths no entry builds on first import. Idempotent;
+on TF with the real Estimator it changes nothing.
 """
 
+import functools
 import importlib
 import importlib.util
 import logging as std_logging
@@ -21,14 +29,18 @@ import tensorflow as tf
 from trainer.api import estimator_names as estimator_compat
 from trainer.api import specs
 from trainer.compat import estimator_calls
+from trainer.compat import estimator_reexports as reexports
 from trainer.facade import early_stopping
 from trainer.facade import estimator as estimator_lib
+from trainer.facade import estimator_export
 from trainer.facade import exporter
 from trainer.facade import extenders
 from trainer.facade import gc
 from trainer.facade import run_config
+from trainer.facade import stand_ins
 from trainer.facade import training
 from trainer.facade import unsupported
+from trainer.facade import util as facade_util
 from trainer.facade.canned import baseline
 from trainer.facade.canned import dnn
 from trainer.facade.canned import dnn_linear_combined
@@ -40,8 +52,6 @@ from trainer.facade.canned import parsing_utils
 from trainer.facade.canned import prediction_keys
 from trainer.facade.canned import rnn
 from trainer.facade.canned import sdca_ops
-from trainer.engines.graph import added_hooks as graph_hooks
-from trainer.engines.graph import inputs as graph_inputs
 from trainer.facade.export import export
 from trainer.facade.export import export_output
 from trainer.facade.head import base_head
@@ -57,11 +67,10 @@ from trainer.facade.hooks import hooks
 from trainer.facade.hooks import in_memory_evaluator
 from trainer.facade.inputs import numpy_io as inputs
 from trainer.facade.inputs import pandas_io
-from trainer.facade.tpu import inference as tpu_inference
+from trainer.facade.tools import analytics
 from trainer.facade.tpu import tpu_config
 from trainer.facade.tpu import tpu_estimator as tpu_estimator_lib
 from trainer.facade.tpu import util
-from trainer.runtime import eval_summaries
 
 # A module logger, not absl's module functions: those call basicConfig()
 # before the program's app.run, and TF's log lines then print twice.
@@ -85,6 +94,9 @@ def _module(name, names, package=False):
   def __getattr__(attr):  # pylint: disable=invalid-name
     if attr.startswith('__'):
       raise AttributeError(attr)
+    if attr in unsupported.REMOVED:
+      raise AttributeError(f"module '{name}' has no attribute '{attr}': "
+                           f'{unsupported.REMOVED[attr]}.')
     raise AttributeError(
         f"module '{name}' has no attribute '{attr}': trainer.legacy provides "
         f'the Estimator API on TensorFlow {tf.__version__} without it (see '
@@ -126,9 +138,8 @@ _CANNED_MODULES = {
     'dnn_linear_combined': dnn_linear_combined, 'linear': linear,
     'optimizers': optimizers, 'parsing_utils': parsing_utils, 'rnn': rnn,
     'linear_optimizer.python.utils.sdca_ops': sdca_ops}
-# Published as copies of their names.
-_CANNED_NAMES = {'head': canned_head, 'metric_keys': metric_keys,
-                 'prediction_keys': prediction_keys}
+_CANNED_MODULES.update(head=canned_head, metric_keys=metric_keys,
+                       prediction_keys=prediction_keys)
 # Canned Estimators by API name: (tf.estimator's class, tf.compat.v1's).
 _CANNED = {
     f'{family}{kind}': (getattr(module, f'{family}{kind}V2'),
@@ -139,12 +150,14 @@ _CANNED = {
     for kind in ('Classifier', 'Estimator', 'Regressor')}
 
 
-def _names_of(module):
-  """Every name a module of the facade defines or imports (not dunders), as
-  its tensorflow_estimator namesake offers them to importers."""
-  return {n: v for n, v in vars(module).items() if not n.startswith('__')}
-
-
+# What export_lib re-exports of TF's export utilities.
+_EXPORT_UTILS = {
+    'TrainOutput': reexports.TrainOutput,
+    '_SupervisedOutput': reexports.SupervisedOutput,
+    **{n: getattr(reexports, n) for n in (
+        'EXPORT_TAG_MAP', 'SIGNATURE_KEY_MAP', 'build_all_signature_defs',
+        'export_outputs_for_mode', 'get_export_outputs', 'get_temp_export_dir',
+        'get_timestamped_export_dir')}}
 _EXPORT_NAMES = (
     'ClassificationOutput', 'EvalOutput', 'ExportOutput', 'PredictOutput',
     'RegressionOutput', 'ServingInputReceiver', 'TensorServingInputReceiver',
@@ -169,9 +182,6 @@ def _namespaces():
          'RunConfig': tpu_config.TPURunConfig,
          'TPUConfig': tpu_config.TPUConfig,
          'InputPipelineConfig': tpu_config.InputPipelineConfig}
-  tpu_estimator = dict(tpu, **{n: getattr(tpu_inference, n) for n in (
-      'BatchConfig', 'ExportSavedModelApiVersion', 'inference_on_tpu',
-      'model_fn_inference_on_tpu')})
   v2 = {
       'Estimator': estimator_lib.EstimatorV2,
       'EstimatorSpec': specs.EstimatorSpec, 'ModeKeys': specs.ModeKeys,
@@ -190,8 +200,7 @@ def _namespaces():
       'classifier_parse_example_spec':
           parsing_utils.classifier_parse_example_spec_v2,
       'regressor_parse_example_spec':
-          parsing_utils.regressor_parse_example_spec_v2,
-      **unsupported.stubs('tf.estimator')}
+          parsing_utils.regressor_parse_example_spec_v2}
   v1 = dict(
       v2, Estimator=estimator_lib.Estimator,
       **{name: classes[1] for name, classes in _CANNED.items()},
@@ -199,7 +208,6 @@ def _namespaces():
           parsing_utils.classifier_parse_example_spec),
       regressor_parse_example_spec=parsing_utils.regressor_parse_example_spec)
   experimental = {
-      **unsupported.stubs('tf.estimator.experimental'),
       'LinearSDCA': linear.LinearSDCA,
       'call_logit_fn': estimator_calls.call_logit_fn,
       'InMemoryEvaluatorHook': in_memory_evaluator.InMemoryEvaluatorHook,
@@ -215,17 +223,6 @@ def _namespaces():
       linear_logit_fn_builder=linear.linear_logit_fn_builder)
   experimental.update(RNNClassifier=rnn.RNNClassifier,
                       RNNEstimator=rnn.RNNEstimator)
-  estimator_module = {
-      'Estimator': estimator_lib.Estimator,
-      'EstimatorV2': estimator_lib.EstimatorV2,
-      'WarmStartSettings': estimator_lib.WarmStartSettings,
-      'VocabInfo': estimator_lib.VocabInfo,
-      '_load_global_step_from_checkpoint_dir':
-          estimator_lib.load_global_step_from_checkpoint_dir,
-      # Private, but the reference's own tests and tools call them.
-      '_write_dict_to_summary': eval_summaries.write_dict_to_summary,
-      '_write_checkpoint_path_to_summary':
-          eval_summaries.write_checkpoint_path_to_summary}
   stop_at_checkpoint = {
       'make_stop_at_checkpoint_step_hook':
           early_stopping.make_stop_at_checkpoint_step_hook,
@@ -236,20 +233,21 @@ def _namespaces():
       '.canned': ({}, True),
       **{f'.canned.{name}': (module, False)
          for name, module in _CANNED_MODULES.items()},
-      **{f'.canned.{name}': (_names_of(module), False)
-         for name, module in _CANNED_NAMES.items()},
       '.canned.linear_optimizer': ({}, True),
       '.canned.linear_optimizer.python': ({}, True),
       '.canned.linear_optimizer.python.utils': ({}, True),
       # The reference ships only test utilities there (dnn_testing_utils_v1).
       '.canned.v1': ({}, True),
       '.head': ({}, True),
-      **{f'.head.{name}': (_names_of(module), False)
+      **{f'.head.{name}': (module, False)
          for name, module in _HEAD_MODULES.items()},
-      '.estimator': (estimator_module, False),
+      '.estimator': (estimator_lib, False),
       '.estimator_lib': (dict(v1), False),
+      '.estimator_export': (estimator_export, False),
       '.model_fn': ({'EstimatorSpec': specs.EstimatorSpec,
                      'ModeKeys': specs.ModeKeys,
+                     'verify_model_fn_args':
+                         estimator_lib.verify_model_fn_args,
                      'call_logit_fn': estimator_calls.call_logit_fn,
                      # What heads' _create_tpu_estimator_spec returns.
                      '_TPUEstimatorSpec': specs.TPUEstimatorSpec,
@@ -257,35 +255,17 @@ def _namespaces():
                      'AVERAGE_LOSS_METRIC_KEY': 'average_loss'}, False),
       '.inputs': (input_names, True),
       '.inputs.inputs': (input_names, False),
-      '.inputs.numpy_io': ({'numpy_input_fn': inputs.numpy_input_fn}, False),
-      '.inputs.pandas_io': ({'pandas_input_fn': pandas_io.pandas_input_fn},
-                            False),
+      '.inputs.numpy_io': (inputs, False),
+      '.inputs.pandas_io': (pandas_io, False),
+      '.tools': ({}, True),
+      '.tools.analytics': (analytics, False),
       '.mode_keys': ({'ModeKeys': specs.ModeKeys}, False),
-      '.gc': ({n: getattr(gc, n) for n in (
-          'Path', '_largest_export_versions', '_one_of_every_n_export_versions',
-          '_mod_export_version', '_union', '_negation', '_get_paths')}, False),
-      # tf.keras.estimator.model_to_estimator (tf-keras) imports it.
-      '.keras_lib': (unsupported.stubs('tf.keras.estimator'), False),
-      # Estimator's private helpers that programs and its tests import.
-      '.util': ({'parse_input_fn_result': graph_inputs.features_and_labels,
-                 '_DatasetInitializerHook': graph_hooks.DatasetInitializerHook,
-                 'fn_args': estimator_calls.fn_args}, False),
-      '.run_config': ({'RunConfig': run_config.RunConfig,
-                       'TaskType': run_config.TaskType}, False),
-      '.training': ({n: v2[n] for n in ('TrainSpec', 'EvalSpec',
-                                        'train_and_evaluate')}, False),
-      '.extenders': ({'add_metrics': extenders.add_metrics}, False),
-      '.early_stopping': ({'read_eval_metrics':
-                               early_stopping.read_eval_metrics,
-                           '_StopOnPredicateHook':
-                               early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
-                           '_CheckForStoppingHook':
-                               early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
-                           '_get_or_create_stop_var':
-                               early_stopping._get_or_create_stop_var,  # pylint: disable=protected-access
-                           **{n: experimental[n] for n in experimental
-                              if n.startswith(('stop_if', 'make_early'))}},
-                          False),
+      '.gc': (gc, False),
+      '.util': (facade_util, False),
+      '.run_config': (run_config, False),
+      '.training': (training, False),
+      '.extenders': (extenders, False),
+      '.early_stopping': (early_stopping, False),
       '.hooks': (dict(stop_at_checkpoint), True),
       '.hooks.hooks': (dict(stop_at_checkpoint), False),
       '.hooks.basic_session_run_hooks': (
@@ -296,37 +276,33 @@ def _namespaces():
            if n.startswith('SessionRun')}, False),
       '.hooks.fake_summary_writer': (
           {'FakeSummaryWriter': fake_summary_writer.FakeSummaryWriter}, False),
-      '.exporter': ({n: v2[n] for n in ('BestExporter', 'Exporter',
-                                        'FinalExporter', 'LatestExporter')},
-                    False),
+      '.exporter': (exporter, False),
       '.export': (export_names, True),
-      '.export.export': (export_module, False),
-      '.export.export_lib': (export_module, False),
+      '.export.export': (export, False),
+      '.export.export_lib': (dict(export_module, **_EXPORT_UTILS), False),
       '.export.export_output': ({n: export_names[n] for n in _EXPORT_NAMES
-                                 if n.endswith('Output')}, False),
+                                 if n.endswith('Output')} | {
+                                     'TrainOutput': reexports.TrainOutput,
+                                     '_SupervisedOutput':
+                                         reexports.SupervisedOutput}, False),
       '.tpu': (tpu, True),
-      '.tpu.tpu_estimator': (tpu_estimator, False),
-      '.tpu.tpu_config': (tpu, False),
-      '.tpu.util': ({'parse_iterations_per_loop':
-                         util.parse_iterations_per_loop,
-                     'check_positive_integer':
-                         util.check_positive_integer,
-                     'IterationsPerLoopCounter':
-                         util.IterationsPerLoopCounter}, False),
+      '.tpu.tpu_estimator': (tpu_estimator_lib, False),
+      '.tpu.tpu_config': (tpu_config, False),
+      '.tpu.util': (util, False),
   }
   found = {
       'tensorflow.estimator': (dict(v2), True),
-      'tensorflow.estimator.export': (export_names, False),
-      'tensorflow.estimator.experimental': (experimental, False),
+      'tensorflow.estimator.export': (export_names, True),
+      'tensorflow.estimator.experimental': (experimental, True),
       'tensorflow.compat.v1.estimator': (v1, True),
-      'tensorflow.compat.v1.estimator.export': (export_names, False),
+      'tensorflow.compat.v1.estimator.export': (export_names, True),
       'tensorflow.compat.v1.estimator.experimental': (experimental_v1,
-                                                      False),
-      'tensorflow.compat.v1.estimator.inputs': (input_names, False),
+                                                      True),
+      'tensorflow.compat.v1.estimator.inputs': (input_names, True),
+      # Importable, but no attribute of tf.estimator (as on TF 2.15).
+      'tensorflow.estimator.inputs': ({}, True),
       'tensorflow.compat.v1.estimator.tpu': (tpu, True),
-      'tensorflow.compat.v1.estimator.tpu.experimental': (
-          unsupported.stubs('tf.compat.v1.estimator.tpu.experimental'),
-          False),
+      'tensorflow.compat.v1.estimator.tpu.experimental': ({}, True),
       'tensorflow_estimator': ({}, True),
       'tensorflow_estimator.python': ({}, True),
   }
@@ -334,8 +310,6 @@ def _namespaces():
                'tensorflow_estimator.python.estimator'):
     for suffix, entry in private.items():
       found[base + suffix] = entry
-  found['tensorflow.python.tpu.tpu_estimator'] = (tpu_estimator, False)
-  found['tensorflow.python.tpu.tpu_config'] = (tpu, False)
   return found
 
 
@@ -346,23 +320,95 @@ def _exists(name):
     return False
 
 
+# Module paths that are the same facade module as another: TF 2.15's shims
+# re-export tensorflow_estimator's modules; tensorflow_estimator's API
+# modules hold tf.estimator's and tf.compat.v1.estimator's names. By prefix
+# (the path itself and every module under it): {alias: facade module}.
+_SAME_MODULES = {
+    'tensorflow.python.estimator.': 'tensorflow_estimator.python.estimator.',
+    'tensorflow.python.tpu.tpu_estimator':
+        'tensorflow_estimator.python.estimator.tpu.tpu_estimator',
+    'tensorflow.python.tpu.tpu_config':
+        'tensorflow_estimator.python.estimator.tpu.tpu_config',
+    'tensorflow_estimator.python.estimator.api._v1.estimator':
+        'tensorflow.compat.v1.estimator',
+    'tensorflow_estimator.python.estimator.api._v2.estimator':
+        'tensorflow.estimator',
+    'tensorflow_estimator._api.v1.estimator': 'tensorflow.compat.v1.estimator',
+    'tensorflow_estimator._api.v2.estimator': 'tensorflow.estimator',
+    'tensorflow.compat.v2.estimator': 'tensorflow.estimator',
+    'tensorflow.compat.v1.compat.v1.estimator':
+        'tensorflow.compat.v1.estimator',
+    'tensorflow.compat.v2.compat.v1.estimator':
+        'tensorflow.compat.v1.estimator',
+    'tensorflow.compat.v1.compat.v2.estimator': 'tensorflow.estimator',
+    'tensorflow.compat.v2.compat.v2.estimator': 'tensorflow.estimator',
+}
+# Modules no parent has as an attribute (imported by path only).
+_UNLINKED = ('tensorflow.estimator.inputs',)
+# Where TF publishes the Estimator API as attributes: {module path of the
+# attribute's owner: facade module}, the nested compat modules included.
+_API_ATTRIBUTES = {
+    'tensorflow': 'tensorflow.estimator',
+    'tensorflow.compat.v1': 'tensorflow.compat.v1.estimator',
+    'tensorflow.compat.v2': 'tensorflow.estimator',
+    'tensorflow.compat.v1.compat.v1': 'tensorflow.compat.v1.estimator',
+    'tensorflow.compat.v1.compat.v2': 'tensorflow.estimator',
+    'tensorflow.compat.v2.compat.v1': 'tensorflow.compat.v1.estimator',
+    'tensorflow.compat.v2.compat.v2': 'tensorflow.estimator',
+}
+
+
+def _same_module(name):
+  """The facade module path `name` is an alias of, else None."""
+  for alias, target in _SAME_MODULES.items():
+    if alias.endswith('.') and name.startswith(alias):
+      return target + name[len(alias):]
+    if name == alias or name.startswith(alias + '.'):
+      return target + name[len(alias):]
+  return None
+
+
 def _build():
   """Creates every facade module (one given as a module is that module) and
-  links each to its parent's attribute."""
-  for name, (names, package) in _namespaces().items():
-    if name.startswith('tensorflow.python.tpu.') and _exists(name):
-      continue  # This TF still has the module (shim): leave it alone.
+  its aliases, links each to its parent's attribute, and completes those at
+  the reference's paths from the inventory (stand_ins.py)."""
+  namespaces = _namespaces()
+  for name, (names, package) in namespaces.items():
+    if _same_module(name) in namespaces:
+      continue  # The same module as its target (below).
     if isinstance(names, types.ModuleType):
       _modules[name] = names
     else:
       _modules[name] = _module(name, names, package)
+  for name in list(_modules):
+    for alias in _aliases_of(name):
+      if alias.startswith('tensorflow.python.tpu.') and _exists(alias):
+        continue  # This TF still has the module (shim): leave it alone.
+      _modules.setdefault(alias, _modules[name])
+  unlinked = {id(_modules[name]) for name in _UNLINKED}
   for name, module in _modules.items():
     parent, _, child = name.rpartition('.')
-    if parent in _modules:
+    if parent in _modules and id(module) not in unlinked:
       setattr(_modules[parent], child, module)
   # tensorflow_estimator's own top-level `estimator` is the TF1 API.
   _modules['tensorflow_estimator'].estimator = _modules[
       'tensorflow.compat.v1.estimator']
+  for name, module in _modules.items():
+    if stand_ins.is_reference(name):
+      stand_ins.complete(module, name)
+
+
+def _aliases_of(name):
+  """The module paths that are facade module `name` too (_SAME_MODULES)."""
+  found = []
+  for alias, target in _SAME_MODULES.items():
+    if alias.endswith('.'):
+      if name.startswith(target):
+        found.append(alias + name[len(target):])
+    elif name == target or name.startswith(target + '.'):
+      found.append(alias + name[len(target):])
+  return found
 
 
 def install():
@@ -381,9 +427,17 @@ def install():
   _build()
   for name, module in _modules.items():
     sys.modules.setdefault(name, module)
-  tf.estimator = _modules['tensorflow.estimator']
-  tf.compat.v2.estimator = _modules['tensorflow.estimator']
-  tf.compat.v1.estimator = _modules['tensorflow.compat.v1.estimator']
+  stand_ins.install_finder(
+      lambda name, package: _module(name, {}, package), _same_module)
+  for owner, module in _API_ATTRIBUTES.items():
+    parent = functools.reduce(getattr, owner.split('.')[1:], tf)
+    setattr(parent, 'estimator', _modules[module])
+    # So that importing a path under it finds these modules, and does not
+    # load TF's API modules anew (without estimator) over them.
+    for depth in range(2, owner.count('.') + 1):
+      path = '.'.join(owner.split('.')[:depth + 1])
+      sys.modules.setdefault(path, functools.reduce(
+          getattr, path.split('.')[1:], tf))
   logging.info('TensorFlow %s has no tf.estimator: installed the '
                'trainer.legacy facade (the Estimator API: on one device on '
                'the graph engine, under a multi-replica or TPU strategy or '

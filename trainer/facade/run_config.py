@@ -15,6 +15,8 @@ import os
 
 import tensorflow as tf
 
+from trainer.engines.graph import program as program_lib
+
 _USE_DEFAULT = object()
 _DEFAULT_SAVE_SECS = 600
 _LOCAL_MASTER = ''
@@ -29,6 +31,19 @@ _REPLACEABLE = (
     'eval_distribute', 'experimental_distribute',
     'experimental_max_worker_delay_secs', 'session_creation_timeout_secs',
     'checkpoint_save_graph_def')
+
+
+def get_default_session_config():
+  """Estimator's ConfigProto when the RunConfig has none: soft placement,
+  one meta-optimizer pass."""
+  return program_lib.default_session_config()
+
+
+def path_to_str(path):
+  """A path-like's path as a string; anything else unchanged."""
+  if hasattr(path, '__fspath__'):
+    path = tf.compat.as_str_any(path.__fspath__())
+  return path
 
 
 # The Distribute Coordinator mode Estimator uses with a strategy on a cluster.

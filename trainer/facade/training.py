@@ -44,12 +44,12 @@ from trainer.facade.hooks import hooks as hooks_lib
 logging = tf.compat.v1.logging
 
 
-def _check_input_fn(input_fn):
+def _validate_input_fn(input_fn):
   if not callable(input_fn):
     raise TypeError(f'`input_fn` must be callable, given: {input_fn}')
 
 
-def _spec_hooks(hooks):
+def _validate_hooks(hooks):
   """hooks as a tuple; Estimator's TypeError if one is no SessionRunHook."""
   hooks = tuple(hooks or ())
   for hook in hooks:
@@ -59,9 +59,9 @@ def _spec_hooks(hooks):
   return hooks
 
 
-def _spec_listeners(listeners):
-  """listeners as a tuple; Estimator's TypeError for a wrong type."""
-  listeners = tuple(listeners or ())
+def _validate_saving_listeners(saving_listeners):
+  """saving_listeners as a tuple; Estimator's TypeError for a wrong type."""
+  listeners = tuple(saving_listeners or ())
   for listener in listeners:
     if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
       raise TypeError('All saving_listeners must be `CheckpointSaverListener` '
@@ -69,7 +69,7 @@ def _spec_listeners(listeners):
   return listeners
 
 
-def _spec_exporters(exporters):
+def _validate_exporters(exporters):
   """exporters as a tuple of uniquely, non-emptily named Exporters."""
   if not exporters:
     return ()
@@ -107,12 +107,12 @@ class TrainSpec(collections.namedtuple(
 
   def __new__(cls, input_fn, max_steps=None, hooks=None,
               saving_listeners=None):
-    _check_input_fn(input_fn)
+    _validate_input_fn(input_fn)
     if max_steps is not None and max_steps <= 0:
       raise ValueError(f'Must specify max_steps > 0, given: {max_steps}')
     return super().__new__(
-        cls, input_fn, max_steps, _spec_hooks(hooks),
-        _spec_listeners(saving_listeners))
+        cls, input_fn, max_steps, _validate_hooks(hooks),
+        _validate_saving_listeners(saving_listeners))
 
 
 class EvalSpec(collections.namedtuple('EvalSpec', [
@@ -122,13 +122,13 @@ class EvalSpec(collections.namedtuple('EvalSpec', [
 
   def __new__(cls, input_fn, steps=100, name=None, hooks=None,
               exporters=None, start_delay_secs=120, throttle_secs=600):
-    _check_input_fn(input_fn)
+    _validate_input_fn(input_fn)
     if steps is not None and steps <= 0:
       raise ValueError(f'Must specify steps > 0, given: {steps}')
     if name is not None and not isinstance(name, str):
       raise TypeError(f'`name` must be string, given: {name}')
-    hooks = _spec_hooks(hooks)
-    exporters = _spec_exporters(exporters)
+    hooks = _validate_hooks(hooks)
+    exporters = _validate_exporters(exporters)
     if start_delay_secs < 0:
       raise ValueError(
           f'Must specify start_delay_secs >= 0, given: {start_delay_secs}')
@@ -302,6 +302,27 @@ _TASKS = {
 }
 
 
+def _assert_eval_spec(eval_spec):
+  if not isinstance(eval_spec, EvalSpec):
+    raise TypeError(f'`eval_spec` must have type `tf.estimator.EvalSpec`. '
+                    f'Got: {type(eval_spec)}')
+
+
+def _is_google_env():
+  """Whether TF_CONFIG's `environment` is 'google'."""
+  tf_config = run_config.tf_config_from_env()
+  if not tf_config:
+    logging.warn('TF_CONFIG should not be empty in distributed environment.')
+  return tf_config.get('environment') == 'google'
+
+
+class _EvalStatus:
+  """What an evaluator's look for a checkpoint found."""
+  EVALUATED = 'evaluated'
+  MISSING_CHECKPOINT = 'missing checkpoint'
+  NO_NEW_CHECKPOINT = 'no new checkpoint'
+
+
 def train_and_evaluate(estimator, train_spec, eval_spec):
   """Trains and evaluates as tf.estimator.train_and_evaluate does."""
   if not isinstance(estimator, estimator_lib.Estimator):
@@ -310,9 +331,7 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
   if not isinstance(train_spec, TrainSpec):
     raise TypeError(f'`train_spec` must have type `tf.estimator.TrainSpec`. '
                     f'Got: {type(train_spec)}')
-  if not isinstance(eval_spec, EvalSpec):
-    raise TypeError(f'`eval_spec` must have type `tf.estimator.EvalSpec`. '
-                    f'Got: {type(eval_spec)}')
+  _assert_eval_spec(eval_spec)
   config = estimator.config
   task = config.task_type
   if run_config.uses_distribute_coordinator(config):

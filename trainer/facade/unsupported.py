@@ -1,8 +1,11 @@
-"""Estimator APIs the facade does not provide, each with what to use instead.
+"""The public Estimator APIs the facade does not provide, with what to use
+instead, and the error it raises for them.
 
-Every name is present (so imports succeed), but calling or instantiating it
-raises UnsupportedApiError naming the API, why, and the alternative. The
-table is the single source of MIGRATION.md's "not supported" list.
+UnsupportedApiError names the API, why, and the alternative: stub(api)
+makes a stand-in for a key of APIS (the single source of MIGRATION.md's
+"not supported" list); gaps.py and stand_ins.py refuse the rest of
+tensorflow_estimator's names the same way. REMOVED: names older
+Estimators had that TF 2.15 has not either (an AttributeError saying so).
 """
 
 import tensorflow as tf
@@ -14,11 +17,6 @@ class UnsupportedApiError(errors.TrainerError, NotImplementedError):
   """An Estimator API the trainer.legacy facade does not provide."""
 
 
-_BOOSTED_TREES = (
-    'the boosted-trees Estimators grow trees with their own quantile and '
-    'ensemble ops and training loop, which the facade does not reimplement',
-    'train a gradient-boosted trees model with TensorFlow Decision Forests '
-    '(tfdf.keras.GradientBoostedTreesModel), or use DNNLinearCombined*')
 _KMEANS = (
     'KMeans trains with its own clustering loop, which the facade does not '
     'reimplement',
@@ -27,10 +25,7 @@ _KMEANS = (
 # (API, why, alternative), by the name it has under tf.estimator or
 # tf.compat.v1.estimator.
 APIS = {
-    **{f'tf.estimator.{n}': _BOOSTED_TREES for n in (
-        'BoostedTreesClassifier', 'BoostedTreesEstimator',
-        'BoostedTreesRegressor')},
-    'tf.estimator.experimental.KMeans': _KMEANS,
+    'tf.compat.v1.estimator.experimental.KMeans': _KMEANS,
     'tf.keras.estimator.model_to_estimator': (
         'it turns a compiled Keras model into an Estimator through '
         "tensorflow_estimator's keras_lib, which the facade does not "
@@ -45,28 +40,52 @@ APIS = {
 }
 
 
-def error(api):
-  """UnsupportedApiError for `api` (a key of APIS)."""
-  why, alternative = APIS[api]
+def error_for(api, why, alternative):
+  """UnsupportedApiError for `api`, saying why and what to use instead."""
   return UnsupportedApiError(
       f'{api} is not supported by trainer.legacy on TensorFlow '
       f'{tf.__version__}: {why}. Instead: {alternative}.')
 
 
+def error(api):
+  """UnsupportedApiError for `api` (a key of APIS)."""
+  return error_for(api, *APIS[api])
+
+
+# Names older Estimators had that tensorflow_estimator 2.15 has in neither
+# namespace (tf.estimator.BoostedTrees* is an AttributeError on TF 2.15):
+# the facade's AttributeError says so, and what to use instead.
+_BOOSTED_TREES = (
+    'tensorflow_estimator 2.15 has no boosted-trees Estimators (they were '
+    'removed before TF 2.15), so this is an AttributeError on TF 2.15 too; '
+    'train a gradient-boosted trees model with TensorFlow Decision Forests '
+    '(tfdf.keras.GradientBoostedTreesModel), or use DNNLinearCombined*')
+REMOVED = {
+    name: _BOOSTED_TREES for name in (
+        'BoostedTreesClassifier', 'BoostedTreesEstimator',
+        'BoostedTreesRegressor', 'boosted_trees_classifier_train_in_memory',
+        'boosted_trees_regressor_train_in_memory')}
+
+
 def stub(api):
-  """A class named like the API whose construction raises error(api)."""
+  """A stand-in named like the API (a function for a lower-case name, else a
+  class) whose call or construction raises error(api)."""
+  name = api.rsplit('.', 1)[1]
+  if name[:1].islower():
+
+    def refuse(*args, **kwargs):
+      del args, kwargs
+      raise error(api)
+
+    refuse.__name__ = refuse.__qualname__ = name
+    refuse.__module__ = 'trainer.facade.unsupported'
+    refuse.__doc__ = f'Not supported: {APIS[api][1]}.'
+    return refuse
 
   def __init__(self, *args, **kwargs):  # pylint: disable=invalid-name
     del self, args, kwargs
     raise error(api)
 
-  name = api.rsplit('.', 1)[1]
   return type(name, (), {'__init__': __init__, '__doc__':
                          f'Not supported: {APIS[api][1]}.',
                          '__module__': 'trainer.facade.unsupported'})
-
-
-def stubs(prefix):
-  """{name: stub} of the unsupported APIs directly under module `prefix`."""
-  return {api[len(prefix) + 1:]: stub(api) for api in APIS
-          if api.rsplit('.', 1)[0] == prefix}

@@ -29,7 +29,8 @@ def _writer(output_dir):
     return _v1.summary.FileWriterCache.get(output_dir)
 
 
-def _dict_to_str(dictionary):
+def dict_to_str(dictionary):
+  """'k1 = v1, k2 = v2' in key order (bytes values left out)."""
   # '%s' as Estimator: str(np.float32) has float32's digits; format() has
   # a Python float's.
   return ', '.join('%s = %s' % (k, v) for k, v in sorted(dictionary.items())
@@ -40,7 +41,7 @@ def write_dict_to_summary(output_dir, dictionary, step):
   """Writes evaluation results as one Summary at `step` (floats and ints as
   scalars, serialized Summary protos as their values, arrays as tensors)."""
   _v1.logging.info('Saving dict for global step %d: %s', step,
-                   _dict_to_str(dictionary))
+                   dict_to_str(dictionary))
   writer = _writer(output_dir)
   summary = _v1.Summary()
   for key, value in dictionary.items():

@@ -53,7 +53,7 @@ def runs_in_graph(strategy):
   return type(strategy).__name__ in GRAPH_STRATEGIES
 
 
-class _IteratorInitializerHook(_v1.train.SessionRunHook):
+class IteratorInitializerHook(_v1.train.SessionRunHook):
   """Initialises a strategy's input iterator when the session starts."""
 
   def __init__(self, iterator):
@@ -68,7 +68,9 @@ class _IteratorInitializerHook(_v1.train.SessionRunHook):
     session.run(self._initializer)
 
 
-def _ready_for_local_init_op(scaffold):
+def per_replica_ready_for_local_init_op(scaffold):
+  """A Scaffold's ready_for_local_init_op inside a replica: its own, else
+  the report of uninitialized global variables."""
   if scaffold.ready_for_local_init_op is not None:
     return scaffold.ready_for_local_init_op
   return _v1.train.Scaffold.get_or_default(
@@ -76,7 +78,7 @@ def _ready_for_local_init_op(scaffold):
       lambda: _v1.report_uninitialized_variables(_v1.global_variables()))
 
 
-def _combined_scaffold(grouped, strategy):
+def combined_scaffold(grouped, strategy):
   """One Scaffold from the replicas' (their ops grouped, the first saver,
   init_fn and summary op; ready ops concatenated), as Estimator combines."""
   scaffolds = strategy.experimental_local_results(grouped)
@@ -92,7 +94,7 @@ def _combined_scaffold(grouped, strategy):
   ready_op = strategy.extended.call_for_each_replica(
       lambda s: s.ready_op, args=(grouped,))
   ready_for_local_init_op = strategy.extended.call_for_each_replica(
-      _ready_for_local_init_op, args=(grouped,))
+      per_replica_ready_for_local_init_op, args=(grouped,))
   init_fns = [s._user_init_fn for s in scaffolds  # pylint: disable=protected-access
               if s._user_init_fn is not None]  # pylint: disable=protected-access
   savers = [s.saver for s in scaffolds if s.saver is not None]
@@ -121,8 +123,8 @@ def train(program, strategy, input_fn, hooks, saving_listeners):
     iterator = strategy.make_input_fn_iterator(
         lambda input_context: program.call_input_fn(
             input_fn, ModeKeys.TRAIN, input_context))
-    worker_hooks = [_IteratorInitializerHook(iterator)]
-    global_step = program_lib.create_global_step(program, graph)
+    worker_hooks = [IteratorInitializerHook(iterator)]
+    global_step = program.create_global_step(graph)
     _v1.add_to_collection(tf_private.GLOBAL_STEP_READ_KEY,
                           strategy.extended.read_var(global_step))
     features, labels = inputs.split(iterator.get_next())
@@ -139,7 +141,7 @@ def train(program, strategy, input_fn, hooks, saving_listeners):
         train_op=strategy.group(grouped.train_op),
         training_hooks=first_replicas(grouped.training_hooks),
         training_chief_hooks=first_replicas(grouped.training_chief_hooks),
-        scaffold=_combined_scaffold(grouped.scaffold, strategy))
+        scaffold=combined_scaffold(grouped.scaffold, strategy))
     return train_lib.train_with_spec(
         program, spec, worker_hooks, list(hooks), global_step,
         list(saving_listeners),

@@ -50,6 +50,7 @@ class TPUSettings:
             specs.ModeKeys.PREDICT: self.predict_batch_size}.get(mode)
 
 
+# Estimator's ConfigProto when the RunConfig has none.
 def default_session_config():
   """Estimator's ConfigProto when the RunConfig has none: soft placement,
   one meta-optimizer pass."""
@@ -97,6 +98,10 @@ class Program:
 
   def user_config(self):
     return copy.deepcopy(self.config)
+
+  def create_global_step(self, graph):
+    """global_step in `graph` (create_global_step())."""
+    return create_global_step(self, graph)
 
   def call_input_fn(self, input_fn, mode, input_context=None):
     """input_fn's result, called as (TPU)Estimator calls it, on the CPU."""
@@ -180,20 +185,27 @@ def create_global_step(program, graph):
   if program.tpu is None:
     step = tf.compat.v1.train.create_global_step(graph)
   else:
-    if tf.compat.v1.train.get_global_step(graph) is not None:
-      raise ValueError('"global_step" already exists.')
-    with graph.as_default(), graph.name_scope(None):
-      step = tf.compat.v1.get_variable(
-          tf.compat.v1.GraphKeys.GLOBAL_STEP, shape=[], dtype=tf.int64,
-          initializer=tf.compat.v1.initializers.zeros(), trainable=False,
-          use_resource=True,
-          collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
-                       tf.compat.v1.GraphKeys.GLOBAL_STEP])
+    step = tpu_global_step(graph)
   if step is not tf.compat.v1.train.get_global_step(graph) or (
       not step.dtype.is_integer):
     raise ValueError(f'global_step must be an integer variable in the '
                      f'GLOBAL_STEP collection; got {step}.')
   return step
+
+
+def tpu_global_step(graph):
+  """TPUEstimator's global_step in `graph`: a resource variable;
+  ValueError if it exists."""
+  graph = graph or tf.compat.v1.get_default_graph()
+  if tf.compat.v1.train.get_global_step(graph) is not None:
+    raise ValueError('"global_step" already exists.')
+  with graph.as_default(), graph.name_scope(None):
+    return tf.compat.v1.get_variable(
+        tf.compat.v1.GraphKeys.GLOBAL_STEP, shape=[], dtype=tf.int64,
+        initializer=tf.compat.v1.initializers.zeros(), trainable=False,
+        use_resource=True,
+        collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                     tf.compat.v1.GraphKeys.GLOBAL_STEP])
 
 
 def device_fn(config):

@@ -1,11 +1,12 @@
-"""Estimator.train in a TF1 graph: one graph and one MonitoredTrainingSession
-per call, as tf.estimator does.
+"""Estimator.train's training loop in a TF1 graph: one
+MonitoredTrainingSession per call, as tf.estimator does.
 
-The graph is seeded with RunConfig.tf_random_seed and built under the
+The Estimator builds the graph (trainer/facade/estimator.py,
+_train_model_default), seeded with RunConfig.tf_random_seed under the
 RunConfig's device function: global_step and its read, the input_fn's
-features and labels, the model_fn's TRAIN spec. Warm-starting happens when
-model_dir has no checkpoint. A `loss` summary is added unless the model_fn
-made one. Hooks, in Estimator's order: the input's, the call's (with its
+features and labels, the model_fn's TRAIN spec; train_with_spec() runs it.
+Warm-starting happens when model_dir has no checkpoint. A `loss` summary is
+added unless the model_fn made one. Hooks, in Estimator's order: the input's, the call's (with its
 StopAtStepHook), NanTensorHook, LoggingTensorHook(loss, step) every
 log_step_count_steps, the spec's training_hooks; chief-only: a
 CheckpointSaverHook at the RunConfig's cadence (unless a hook is one; the
@@ -21,31 +22,12 @@ task's server and a ps that stays unreachable ends the task
 
 import tensorflow as tf
 
-from trainer.api import specs
 from trainer.compat import facade_private
 from trainer.compat import tf_private
 from trainer.engines.graph import cluster
-from trainer.engines.graph import inputs
-from trainer.engines.graph import program as program_lib
 from trainer.guard import checkpoint_fit
 
 _v1 = tf.compat.v1
-
-
-def train(program, input_fn, hooks, saving_listeners):
-  """Trains `program` with `input_fn`; `hooks` include the call's stop
-  hook. Returns the loss of the last step (None if none ran)."""
-  graph = program_lib.new_graph(program)
-  with tf_private.graph_mode(), graph.as_default(), graph.device(
-      program_lib.device_fn(program.config)):
-    global_step = program_lib.create_global_step(program, graph)
-    tf_private.create_global_step_read(graph)
-    features, labels, input_hooks = inputs.features_and_labels(
-        program.call_input_fn(input_fn, specs.ModeKeys.TRAIN))
-    spec = program.call_model_fn(features, labels, specs.ModeKeys.TRAIN)
-    global_step = _v1.train.get_global_step(graph)
-    return train_with_spec(program, spec, list(input_hooks), list(hooks),
-                           global_step, list(saving_listeners))
 
 
 def _maybe_warm_start(program):

@@ -50,11 +50,12 @@ def _get_weight_column_key_v2(weight_column):
                      'NumericColumn')
 
 
-def _batch_size_and_checks(features, weight_key):
-  """(batch size, assertions that every feature but the weight has it)."""
+def _get_batch_size_and_size_checks(features, weight_column_key):
+  """(assertions that every feature but the weight has the batch size of
+  the first, that batch size)."""
   checks, batch_size = [], None
   for key, feature in features.items():
-    if key == weight_key:
+    if key == weight_column_key:
       continue  # Serving would otherwise need the weight.
     first = tf.compat.v1.shape(feature)[0]
     if batch_size is None:
@@ -69,7 +70,7 @@ def _baseline_logit_fn_builder(num_outputs, weight_column=None):
   variable_scope('baseline')."""
 
   def baseline_logit_fn(features):
-    checks, batch_size = _batch_size_and_checks(
+    checks, batch_size = _get_batch_size_and_size_checks(
         features, _get_weight_column_key(weight_column))
     with tf.control_dependencies(checks):
       with tf.compat.v1.variable_scope('baseline'):
@@ -101,7 +102,7 @@ def _baseline_model_fn(features, labels, mode, head, optimizer,
 
 def _baseline_model_fn_builder_v2(features, num_outputs, weight_column=None):
   """([bias], logits) of the v2 baseline: a tf.Variable `baseline/bias`."""
-  checks, batch_size = _batch_size_and_checks(
+  checks, batch_size = _get_batch_size_and_size_checks(
       features, _get_weight_column_key_v2(weight_column))
   with tf.control_dependencies(checks):
     with tf.compat.v1.name_scope('baseline'):

@@ -35,6 +35,8 @@ ModeKeys = specs.ModeKeys
 # their heads take) and the v1 ones'.
 _SUM_OVER_BATCH_SIZE = tf.keras.losses.Reduction.SUM_OVER_BATCH_SIZE
 _SUM = tf.compat.v1.losses.Reduction.SUM
+# tensorflow_estimator's name of the SDCA trainer's hook.
+_SDCAUpdateWeightsHook = sdca_ops.UpdateWeightsHook
 
 # tensorflow_estimator's default learning rate of its linear models.
 _LEARNING_RATE = 0.2
@@ -156,10 +158,10 @@ class LinearModel(tf.keras.Model):
     return self.layer.bias
 
 
-def _expand_partitions(variables):
+def _get_expanded_variable_list(var_list):
   """The variables with every partitioned one replaced by its parts."""
   expanded = []
-  for variable in variables:
+  for variable in var_list:
     if isinstance(variable, (tf.Variable, tf.Tensor)) or (
         canned_private.is_resource_variable(variable)):
       expanded.append(variable)
@@ -215,10 +217,10 @@ def linear_logit_fn_builder(units, feature_columns, sparse_combiner='sum'):
                           sparse_combiner=sparse_combiner,
                           name='linear_model')
       logits = model(features)
-      bias = _expand_partitions([model.bias])
-      weights = [v for v in _expand_partitions(model.variables)
+      bias = _get_expanded_variable_list([model.bias])
+      weights = [v for v in _get_expanded_variable_list(model.variables)
                  if v not in bias]
-      bias = _expand_partitions([bias])
+      bias = _get_expanded_variable_list([bias])
     else:
       model = canned_private.LinearModelV1(
           feature_columns=feature_columns, units=units,
@@ -226,7 +228,7 @@ def linear_logit_fn_builder(units, feature_columns, sparse_combiner='sum'):
       logits = model(features)
       variables = model.cols_to_vars()
       bias = variables.pop('bias')
-      weights = _expand_partitions(variables.values())
+      weights = _get_expanded_variable_list(variables.values())
     _bias_and_sparsity_summaries(bias, weights, units)
     return logits
 
@@ -261,8 +263,8 @@ def linear_logit_fn_builder_v2(units, feature_columns, sparse_combiner='sum'):
     model = LinearModel(feature_columns=feature_columns, units=units,
                         sparse_combiner=sparse_combiner, name='linear_model')
     logits = model(features)
-    bias = _expand_partitions([model.bias])
-    weights = _expand_partitions(
+    bias = _get_expanded_variable_list([model.bias])
+    weights = _get_expanded_variable_list(
         [v for v in model.variables if v is not model.bias])
     _bias_and_sparsity_summaries(bias, weights, units)
     return logits
@@ -340,8 +342,8 @@ def _sdca_model_fn(features, labels, mode, head, feature_columns, optimizer):
   model = LinearModel(feature_columns=feature_columns, units=1,
                       sparse_combiner='sum', name=name)
   logits = model(features)
-  bias = _expand_partitions([model.bias])
-  weights = [v for v in _expand_partitions(model.variables) if v not in bias]
+  bias = _get_expanded_variable_list([model.bias])
+  weights = [v for v in _get_expanded_variable_list(model.variables) if v not in bias]
   tf.compat.v1.summary.scalar('bias', bias[0][0])
   tf.compat.v1.summary.scalar('fraction_of_zero_weights',
                               _compute_fraction_of_zero(weights))
@@ -444,14 +446,14 @@ def _check_sdca(feature_columns, optimizer, sparse_combiner, too_wide,
     raise ValueError(too_wide_message)
 
 
-def _check_sdca_classifier(feature_columns, n_classes, optimizer,
-                           sparse_combiner):
+def _validate_linear_sdca_optimizer_for_linear_classifier(
+    feature_columns, n_classes, optimizer, sparse_combiner):
   _check_sdca(feature_columns, optimizer, sparse_combiner, n_classes > 2,
               'LinearSDCA cannot be used in a multi-class setting.')
 
 
-def _check_sdca_regressor(feature_columns, label_dimension, optimizer,
-                          sparse_combiner):
+def _validate_linear_sdca_optimizer_for_linear_regressor(
+    feature_columns, label_dimension, optimizer, sparse_combiner):
   _check_sdca(feature_columns, optimizer, sparse_combiner,
               label_dimension > 1,
               'LinearSDCA can only be used with one-dimensional label.')
@@ -489,8 +491,8 @@ class LinearClassifierV2(estimator.EstimatorV2):
                weight_column=None, label_vocabulary=None, optimizer='Ftrl',
                config=None, warm_start_from=None,
                loss_reduction=_SUM_OVER_BATCH_SIZE, sparse_combiner='sum'):
-    _check_sdca_classifier(feature_columns, n_classes, optimizer,
-                           sparse_combiner)
+    _validate_linear_sdca_optimizer_for_linear_classifier(
+        feature_columns, n_classes, optimizer, sparse_combiner)
     head = head_utils.binary_or_multi_class_head(
         n_classes, weight_column=weight_column,
         label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
@@ -507,8 +509,8 @@ class LinearClassifier(estimator.Estimator):
                weight_column=None, label_vocabulary=None, optimizer='Ftrl',
                config=None, partitioner=None, warm_start_from=None,
                loss_reduction=_SUM, sparse_combiner='sum'):
-    _check_sdca_classifier(feature_columns, n_classes, optimizer,
-                           sparse_combiner)
+    _validate_linear_sdca_optimizer_for_linear_classifier(
+        feature_columns, n_classes, optimizer, sparse_combiner)
     head = head_v1._binary_logistic_or_multi_class_head(  # pylint: disable=protected-access
         n_classes, weight_column, label_vocabulary, loss_reduction)
     super().__init__(
@@ -548,8 +550,8 @@ class LinearRegressorV2(estimator.EstimatorV2):
                weight_column=None, optimizer='Ftrl', config=None,
                warm_start_from=None, loss_reduction=_SUM_OVER_BATCH_SIZE,
                sparse_combiner='sum'):
-    _check_sdca_regressor(feature_columns, label_dimension, optimizer,
-                          sparse_combiner)
+    _validate_linear_sdca_optimizer_for_linear_regressor(
+        feature_columns, label_dimension, optimizer, sparse_combiner)
     head = regression_head.RegressionHead(
         label_dimension=label_dimension, weight_column=weight_column,
         loss_reduction=loss_reduction)
@@ -566,8 +568,8 @@ class LinearRegressor(estimator.Estimator):
                weight_column=None, optimizer='Ftrl', config=None,
                partitioner=None, warm_start_from=None, loss_reduction=_SUM,
                sparse_combiner='sum'):
-    _check_sdca_regressor(feature_columns, label_dimension, optimizer,
-                          sparse_combiner)
+    _validate_linear_sdca_optimizer_for_linear_regressor(
+        feature_columns, label_dimension, optimizer, sparse_combiner)
     head = head_v1._regression_head(  # pylint: disable=protected-access
         label_dimension=label_dimension, weight_column=weight_column,
         loss_reduction=loss_reduction)

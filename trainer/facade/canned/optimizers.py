@@ -7,6 +7,7 @@ The v1 Estimators take tf.compat.v1.train optimizers; the v2 ones Keras 2
 legacy optimizers (tf.keras.optimizers.legacy), which train TF1 graphs.
 """
 
+import functools
 import inspect
 
 from absl import logging
@@ -18,7 +19,7 @@ from trainer.compat import canned as canned_private
 # default for one gets this (tensorflow_estimator's historical default).
 _LEARNING_RATE = 0.05
 
-_V1_CLASSES = {
+_OPTIMIZER_CLS_NAMES = {
     'Adagrad': tf.compat.v1.train.AdagradOptimizer,
     'Adam': tf.compat.v1.train.AdamOptimizer,
     'Ftrl': tf.compat.v1.train.FtrlOptimizer,
@@ -27,10 +28,19 @@ _V1_CLASSES = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def _v2_classes():
   legacy = tf.keras.optimizers.legacy
   return {'Adagrad': legacy.Adagrad, 'Adam': legacy.Adam, 'Ftrl': legacy.Ftrl,
           'RMSProp': legacy.RMSprop, 'SGD': legacy.SGD}
+
+
+def __getattr__(name):  # pylint: disable=invalid-name
+  # The reference's _OPTIMIZER_CLS_NAMES_V2, made on first use (it loads
+  # Keras).
+  if name == '_OPTIMIZER_CLS_NAMES_V2':
+    return _v2_classes()
+  raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
 
 
 def _unsupported_name(name, classes):
@@ -42,11 +52,11 @@ def get_optimizer_instance(opt, learning_rate=None):
   """A tf.compat.v1.train.Optimizer for `opt`: a name (then learning_rate
   is required), an instance, or a callable returning one."""
   if isinstance(opt, str):
-    if opt not in _V1_CLASSES:
-      raise _unsupported_name(opt, _V1_CLASSES)
+    if opt not in _OPTIMIZER_CLS_NAMES:
+      raise _unsupported_name(opt, _OPTIMIZER_CLS_NAMES)
     if not learning_rate:
       raise ValueError('learning_rate must be specified when opt is string.')
-    return _V1_CLASSES[opt](learning_rate=learning_rate)
+    return _OPTIMIZER_CLS_NAMES[opt](learning_rate=learning_rate)
   if callable(opt):
     opt = opt()
   if not isinstance(opt, tf.compat.v1.train.Optimizer):
@@ -55,8 +65,9 @@ def get_optimizer_instance(opt, learning_rate=None):
   return opt
 
 
-def _has_default_learning_rate(cls):
-  spec = inspect.getfullargspec(cls.__init__)
+def _optimizer_has_default_learning_rate(opt):
+  """Whether optimizer class `opt`'s constructor defaults learning_rate."""
+  spec = inspect.getfullargspec(opt.__init__)
   defaults = dict(zip(reversed(spec.args), reversed(spec.defaults or ())))
   defaults.update(spec.kwonlydefaults or {})
   return 'learning_rate' in defaults
@@ -74,7 +85,7 @@ def get_optimizer_instance_v2(opt, learning_rate=None):
     cls = classes[opt]
     if learning_rate:
       return cls(learning_rate=learning_rate)
-    if _has_default_learning_rate(cls):
+    if _optimizer_has_default_learning_rate(cls):
       return cls()
     return cls(learning_rate=_LEARNING_RATE)
   if callable(opt):

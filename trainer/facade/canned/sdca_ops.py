@@ -19,6 +19,7 @@ import collections
 import tensorflow as tf
 
 from trainer.compat import canned as canned_private
+from trainer.compat import estimator_reexports
 
 _LOSSES = ('logistic_loss', 'squared_loss', 'hinge_loss', 'smooth_hinge_loss',
            'poisson_loss')
@@ -429,3 +430,11 @@ class UpdateWeightsHook(tf.compat.v1.train.SessionRunHook):
   def before_run(self, run_context):
     del run_context
     return tf.compat.v1.train.SessionRunArgs(self._update_op)
+
+
+# The TF ops tensorflow_estimator's sdca_ops module imports by name.
+internal_convert_to_tensor = estimator_reexports.internal_convert_to_tensor
+name_scope = estimator_reexports.name_scope
+log_poisson_loss = estimator_reexports.log_poisson_loss
+sigmoid_cross_entropy_with_logits = (
+    estimator_reexports.sigmoid_cross_entropy_with_logits)

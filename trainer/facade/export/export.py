@@ -12,42 +12,60 @@ import collections
 
 import tensorflow as tf
 
+from trainer.compat import estimator_reexports
 from trainer.engines.graph import inputs as graph_inputs
 
-_SINGLE_NAMES = {'feature': 'feature', 'label': 'label',
-                 'receiver_tensor': 'input',
-                 'receiver_tensors_alternative': 'input'}
+# TF's export utilities the reference's export module re-exports.
+build_all_signature_defs = estimator_reexports.build_all_signature_defs
+get_temp_export_dir = estimator_reexports.get_temp_export_dir
+get_timestamped_export_dir = estimator_reexports.get_timestamped_export_dir
+
+SINGLE_FEATURE_DEFAULT_NAME = 'feature'
+SINGLE_RECEIVER_DEFAULT_NAME = 'input'
+SINGLE_LABEL_DEFAULT_NAME = 'label'
+_SINGLE_TENSOR_DEFAULT_NAMES = {
+    'feature': SINGLE_FEATURE_DEFAULT_NAME,
+    'label': SINGLE_LABEL_DEFAULT_NAME,
+    'receiver_tensor': SINGLE_RECEIVER_DEFAULT_NAME,
+    'receiver_tensors_alternative': SINGLE_RECEIVER_DEFAULT_NAME}
+_SINGLE_NAMES = _SINGLE_TENSOR_DEFAULT_NAMES
 
 
-def _check_tensor(value, label):
-  """ValueError unless value is a Tensor, SparseTensor or RaggedTensor (or,
-  as Estimator allows for LabeledTensor, an object with a `.tensor` that
-  converts to a Tensor)."""
-  if isinstance(value, (tf.Tensor, tf.sparse.SparseTensor, tf.RaggedTensor)):
+def _check_tensor(tensor, name, error_label='feature'):
+  """ValueError unless `tensor` is a Tensor, SparseTensor or RaggedTensor
+  (or, as Estimator allows for LabeledTensor, an object with a `.tensor`
+  that converts to a Tensor)."""
+  if isinstance(tensor, (tf.Tensor, tf.sparse.SparseTensor, tf.RaggedTensor)):
     return
+  label = f'{error_label} {name}' if name else error_label
   error = ValueError(f'{label} must be a Tensor, SparseTensor, or '
                      'RaggedTensor.')
-  if not hasattr(value, 'tensor'):
+  if not hasattr(tensor, 'tensor'):
     raise error
   try:
-    tf.convert_to_tensor(value)
+    tf.convert_to_tensor(tensor)
   except TypeError:
     raise error from None
 
 
-def wrap_and_check_input_tensors(tensors, field, allow_int_keys=False):
+def _check_tensor_key(name, error_label='feature', allow_ints=False):
+  """ValueError unless `name` is a string (or, allow_ints, an int)."""
+  if not isinstance(name, str):
+    if not allow_ints:
+      raise ValueError(f'{error_label} keys must be strings: {name}.')
+    if not isinstance(name, int):
+      raise ValueError(f'{error_label} keys must be strings or ints: {name}.')
+
+
+def wrap_and_check_input_tensors(tensors, field_name, allow_int_keys=False):
   """tensors as a dict {name: tensor}; ValueError naming the bad entry."""
   if tensors is None:
-    raise ValueError(f'{field}s must be defined.')
+    raise ValueError(f'{field_name}s must be defined.')
   if not isinstance(tensors, dict):
-    tensors = {_SINGLE_NAMES[field]: tensors}
+    tensors = {_SINGLE_TENSOR_DEFAULT_NAMES[field_name]: tensors}
   for name, tensor in tensors.items():
-    if not isinstance(name, str):
-      if not allow_int_keys:
-        raise ValueError(f'{field} keys must be strings: {name}.')
-      if not isinstance(name, int):
-        raise ValueError(f'{field} keys must be strings or ints: {name}.')
-    _check_tensor(tensor, f'{field} {name}')
+    _check_tensor_key(name, error_label=field_name, allow_ints=allow_int_keys)
+    _check_tensor(tensor, name, error_label=field_name)
   return tensors
 
 
@@ -84,7 +102,7 @@ class TensorServingInputReceiver(collections.namedtuple(
               receiver_tensors_alternatives=None):
     if features is None:
       raise ValueError('features must be defined.')
-    _check_tensor(features, 'feature')
+    _check_tensor(features, None)
     receiver = ServingInputReceiver(features, receiver_tensors,
                                     receiver_tensors_alternatives)
     return super().__new__(cls, receiver.features['feature'],
@@ -106,14 +124,21 @@ def build_parsing_serving_input_receiver_fn(feature_spec,
   return serving_input_receiver_fn
 
 
-def _placeholder_like(tensor, default_batch_size):
-  shape = tf.TensorShape([default_batch_size]).concatenate(
-      tensor.shape[1:])
+def _placeholder_from_tensor(t, default_batch_size=None):
+  """A placeholder like `t` (dtype, shape after the batch dimension, its
+  op's name), with batch dimension default_batch_size."""
+  shape = tf.TensorShape([default_batch_size]).concatenate(t.shape[1:])
   try:
-    name = tensor.op.name
+    name = t.op.name
   except AttributeError:  # An eager tensor has no op.
     name = None
-  return tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
+  return tf.compat.v1.placeholder(dtype=t.dtype, shape=shape, name=name)
+
+
+def _placeholders_from_receiver_tensors_dict(input_vals,
+                                             default_batch_size=None):
+  return {name: _placeholder_from_tensor(t, default_batch_size)
+          for name, t in input_vals.items()}
 
 
 def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
@@ -121,8 +146,8 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
   `features` (dtype and shape after the batch dimension)."""
 
   def serving_input_receiver_fn():
-    placeholders = {name: _placeholder_like(t, default_batch_size)
-                    for name, t in features.items()}
+    placeholders = _placeholders_from_receiver_tensors_dict(
+        features, default_batch_size)
     return ServingInputReceiver(placeholders, placeholders)
 
   return serving_input_receiver_fn
@@ -156,10 +181,10 @@ def _keys(tensors, single_name):
 def _placeholders(tensors, single_name, default_batch_size):
   """(what the model_fn gets, {name: placeholder} a request feeds)."""
   if isinstance(tensors, dict):
-    placeholders = {name: _placeholder_like(t, default_batch_size)
-                    for name, t in tensors.items()}
+    placeholders = _placeholders_from_receiver_tensors_dict(
+        tensors, default_batch_size)
     return placeholders, placeholders
-  placeholder = _placeholder_like(tensors, default_batch_size)
+  placeholder = _placeholder_from_tensor(tensors, default_batch_size)
   return placeholder, {single_name: placeholder}
 
 

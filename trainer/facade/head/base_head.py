@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import estimator_calls
+from trainer.compat import estimator_reexports
 from trainer.compat import facade_private
 from trainer.compat import keras_losses
 from trainer.facade.canned import metric_keys
@@ -32,12 +33,15 @@ _LABEL_NONE_ERR_MSG = (
     'You must provide a labels Tensor. Given: None. '
     'Suggested troubleshooting steps: Check that your data contains your label '
     'feature. Check that your input_fn properly parses and returns labels.')
+# feature_column's v1 classes the reference's heads import by name.
+_LazyBuilder = estimator_reexports.LazyBuilder
+_NumericColumn = estimator_reexports.NumericColumn
 _SPARSE_LABEL_ERR_MSG = (
     'SparseTensor labels are not supported. Labels must be a Tensor of shape '
-    '[D0, D1, ..., DN, {0}], e.g. [batch_size, {0}].Suggested Fix (1): Check '
-    'the label feature in your data. Each example must contain {0} value(s). '
-    'If not, your choice of label was probably incorrect. Suggested Fix (2): '
-    'In your input_fn, use tf.sparse_tensor_to_dense() to turn labels into a '
+    '[D0, D1, ..., DN, {}], e.g. [batch_size, {}].Suggested Fix (1): Check the'
+    ' label feature in your data. Each example must contain {} value(s). If '
+    'not, your choice of label was probably incorrect. Suggested Fix (2): In '
+    'your input_fn, use tf.sparse_tensor_to_dense() to turn labels into a '
     'Tensor.')
 _MISMATCHED_LABEL_DIM_ERR_MSG = (
     'Mismatched label shape. Expected labels dimension={}.  Received {}. '
@@ -204,7 +208,9 @@ def check_dense_labels_match_logits_and_reshape(labels, logits,
     labels = tf.compat.v1.convert_to_tensor_or_sparse_tensor(labels)
     if isinstance(labels, tf.sparse.SparseTensor):
       raise ValueError(
-          _SPARSE_LABEL_ERR_MSG.format(expected_labels_dimension))
+          _SPARSE_LABEL_ERR_MSG.format(expected_labels_dimension,
+                                       expected_labels_dimension,
+                                       expected_labels_dimension))
     if (labels.shape.ndims is not None and logits.shape.ndims is not None and
         labels.shape.ndims == logits.shape.ndims - 1):
       labels = tf.expand_dims(labels, -1)

@@ -221,8 +221,7 @@ class BinaryClassHead(base_head.SingleHead):
     return eval_metrics
 
   def update_metrics(self, eval_metrics, features, logits, labels,
-                     regularization_losses=None, mode=None):
-    del mode
+                     regularization_losses=None):
     class_ids = self.predictions(logits)[_PRED.CLASS_IDS]
     logits = base_head.check_logits_final_dim(logits, 1)
     labels = self._processed_labels(logits, labels)

@@ -154,8 +154,7 @@ class MultiClassHead(base_head.SingleHead):
     return eval_metrics
 
   def update_metrics(self, eval_metrics, features, logits, labels,
-                     regularization_losses=None, mode=None):
-    del mode
+                     regularization_losses=None):
     class_ids = self.predictions(logits)[_PRED.CLASS_IDS]
     logits = base_head.check_logits_final_dim(logits, self._n_classes)
     label_ids = self._processed_labels(logits, labels)

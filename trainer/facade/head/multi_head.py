@@ -158,8 +158,7 @@ class MultiHead(base_head.Head):
     return eval_metrics
 
   def update_metrics(self, eval_metrics, features, logits, labels,
-                     regularization_losses=None, mode=None):
-    del mode
+                     regularization_losses=None):
     logits_dict = self._check_logits_and_labels(logits, labels)
     if regularization_losses is not None:
       eval_metrics[self._loss_regularization_key].update_state(

@@ -214,8 +214,7 @@ class MultiLabelHead(base_head.SingleHead):
     return eval_metrics
 
   def update_metrics(self, eval_metrics, features, logits, labels,
-                     regularization_losses=None, mode=None):
-    del mode
+                     regularization_losses=None):
     logits = base_head.check_logits_final_dim(logits, self._n_classes)
     processed = self._processed_labels(logits, labels)
     loss, weights = self._unweighted_loss_and_weights(logits, processed,

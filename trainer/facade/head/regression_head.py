@@ -113,8 +113,7 @@ class RegressionHead(base_head.SingleHead):
     return eval_metrics
 
   def update_metrics(self, eval_metrics, features, logits, labels,
-                     regularization_losses=None, mode=None):
-    del mode
+                     regularization_losses=None):
     predicted = self.predictions(logits)[_PRED.PREDICTIONS]
     logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
     processed = self._processed_labels(logits, labels)

@@ -140,8 +140,7 @@ class SequentialHeadWrapper(_SequentialHead):
         regularization_losses=regularization_losses, update_ops=update_ops)
 
   def update_metrics(self, eval_metrics, features, logits, labels,
-                     regularization_losses=None, mode=None):
-    del mode
+                     regularization_losses=None):
     flat_labels, flat_logits, flat_features = self._flatten(
         labels, logits, features)
     return self._static_head.update_metrics(

@@ -21,21 +21,21 @@ def _check_step(global_step):
 class FakeSummaryWriter:
   """Records summaries instead of writing event files (see module doc)."""
 
-  _original = None  # TF's FileWriter while installed.
+  _replaced_summary_writer = None  # TF's FileWriter while installed.
 
   @classmethod
   def install(cls):
-    if cls._original is not None:
+    if cls._replaced_summary_writer is not None:
       raise ValueError('FakeSummaryWriter already installed.')
-    cls._original = facade_private.file_writer_class()
+    cls._replaced_summary_writer = facade_private.file_writer_class()
     facade_private.replace_file_writer(cls)
 
   @classmethod
   def uninstall(cls):
-    if cls._original is None:
+    if cls._replaced_summary_writer is None:
       raise ValueError('FakeSummaryWriter not installed.')
-    facade_private.replace_file_writer(cls._original)
-    cls._original = None
+    facade_private.replace_file_writer(cls._replaced_summary_writer)
+    cls._replaced_summary_writer = None
 
   def __init__(self, logdir, graph=None):
     self._logdir = logdir
@@ -83,10 +83,10 @@ class FakeSummaryWriter:
     if expected_session_logs is not None:
       test_case.assertEqual(expected_session_logs, self._added_session_logs)
 
-  def add_summary(self, summary, global_step=None):
-    if isinstance(summary, bytes):
-      summary = summary_pb2.Summary.FromString(summary)
-    self._summaries.setdefault(global_step, []).append(summary)
+  def add_summary(self, summ, current_global_step):
+    if isinstance(summ, bytes):
+      summ = summary_pb2.Summary.FromString(summ)
+    self._summaries.setdefault(current_global_step, []).append(summ)
 
   def add_graph(self, graph, global_step=None, graph_def=None):
     _check_step(global_step)

@@ -19,9 +19,8 @@ import os
 import tensorflow as tf
 
 from trainer.api import specs
+from trainer.facade import estimator as estimator_lib
 from trainer.facade import unsupported
-from trainer.engines.graph import evaluate as graph_evaluate
-from trainer.engines.graph import program as program_lib
 
 _v1 = tf.compat.v1
 
@@ -44,35 +43,30 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
           'training runs under tf.distribute, without a Session to copy '
           'variables from. Instead: call evaluate() between train(steps=N) '
           'calls, or use tf.estimator.train_and_evaluate.')
-    hooks = list(hooks or [])
-    for hook in hooks:
-      if not isinstance(hook, _v1.train.SessionRunHook):
-        raise TypeError(f'Hooks must be a SessionRunHook, given: {hook}')
     self._estimator = estimator
     self._input_fn = input_fn
     self._name = name
     self._every_n_iter = every_n_iter
     self._eval_dir = os.path.join(estimator.model_dir,
                                   'eval' if not name else 'eval_' + name)
-    self._hooks = hooks + graph_evaluate.steps_hooks(steps)
-    self._timer = _v1.train.SecondOrStepTimer(every_steps=every_n_iter)
-    self._program = None
     self._graph = None
-    self._evaluation = None
+    self._hooks = estimator_lib._check_hooks_type(hooks)  # pylint: disable=protected-access
+    self._hooks.extend(estimator._convert_eval_steps_to_hooks(steps))  # pylint: disable=protected-access
+    self._timer = _v1.train.SecondOrStepTimer(every_steps=every_n_iter)
 
   def begin(self):
-    """Builds the evaluation graph and a placeholder per global variable."""
+    """Builds the evaluation graph (Estimator._evaluate_build_graph) and a
+    placeholder per global variable."""
     self._timer.reset()
     self._iter_count = 0
-    self._program = self._estimator._program()  # pylint: disable=protected-access
-    self._graph = program_lib.new_graph(self._program)
+    self._graph = tf.Graph()
     with self._graph.as_default():
-      self._evaluation = graph_evaluate.build(self._program, self._input_fn,
-                                              self._hooks)
-      scaffold = self._evaluation.scaffold
-      if scaffold is not None and scaffold.saver is not None:
+      (self._scaffold, self._update_op, self._eval_dict,
+       self._all_hooks) = self._estimator._evaluate_build_graph(  # pylint: disable=protected-access
+           self._input_fn, self._hooks, checkpoint_path=None)
+      if self._scaffold.saver is not None:
         raise ValueError('InMemoryEvaluator does not support custom saver')
-      if scaffold is not None and scaffold.init_fn is not None:
+      if self._scaffold.init_fn is not None:
         raise ValueError('InMemoryEvaluator does not support custom init_fn')
       variables = _v1.get_collection(_v1.GraphKeys.GLOBAL_VARIABLES)
       self._eval_variables = {v.name: v for v in variables}
@@ -103,12 +97,13 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
       del scaffold
       session.run(self._feed_op, feed_dict=feed)
 
+    scaffold = _v1.train.Scaffold(init_fn=feed_variables,
+                                  copy_from_scaffold=self._scaffold)
     with self._graph.as_default():
-      scaffold = _v1.train.Scaffold(
-          init_fn=feed_variables,
-          copy_from_scaffold=self._evaluation.scaffold)
-      graph_evaluate.run(self._program, self._evaluation, None,
-                         self._eval_dir, scaffold=scaffold)
+      self._estimator._evaluate_run(  # pylint: disable=protected-access
+          checkpoint_path=None, scaffold=scaffold, update_op=self._update_op,
+          eval_dict=self._eval_dict, all_hooks=self._all_hooks,
+          output_dir=self._eval_dir)
     self._timer.update_last_triggered_step(self._iter_count)
 
   def after_run(self, run_context, run_values):

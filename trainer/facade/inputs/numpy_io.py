@@ -37,7 +37,21 @@ def next_batch(data, batch_size, num_epochs, shuffle, queue_capacity):
   return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
 
 
-def _ordered(x):
+# What the reference accepts as a string.
+string_types = (str,)
+
+
+def _get_unique_target_key(features):
+  """A key `features` does not have, to pack the target in with them."""
+  target_key = _TARGET_KEY
+  while target_key in features:
+    target_key += '_n'
+  return target_key
+
+
+def _validate_and_convert_features(x):
+  """x (an array or dict of arrays) as an OrderedDict in key order;
+  ValueError if empty, TypeError for another type."""
   if isinstance(x, dict):
     if not x:
       raise ValueError('x cannot be an empty dict')
@@ -56,7 +70,7 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
   check_shuffle(shuffle)
 
   def input_fn():
-    data = _ordered(x)
+    data = _validate_and_convert_features(x)
     feature_keys = list(data)
     if y is None:
       target_keys = None
@@ -72,9 +86,7 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
                          f'x and y: {duplicates}')
       data.update(ordered_y)
     else:
-      target_keys = _TARGET_KEY
-      while target_keys in data:
-        target_keys += '_n'
+      target_keys = _get_unique_target_key(data)
       data[target_keys] = y
     if len({v.shape[0] for v in data.values()}) != 1:
       shapes_x = {k: data[k].shape for k in feature_keys}

@@ -4,11 +4,23 @@ tensorflow_estimator's; batches from tf.data).
 """
 
 import collections
+import importlib.util
 import uuid
 
 import numpy as np
 
 from trainer.facade.inputs import numpy_io
+
+# Whether pandas is installed (found, not imported: importing it is slow).
+HAS_PANDAS = importlib.util.find_spec('pandas') is not None
+
+
+def _get_unique_target_key(features, target_column_name):
+  """target_column_name, or it with a uuid appended if `features` (a
+  DataFrame) has a column of that name."""
+  if target_column_name in features:
+    target_column_name += '_' + str(uuid.uuid4())
+  return target_column_name
 
 
 def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
@@ -36,8 +48,8 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
       raise ValueError('Index for x and y are mismatched.\nIndex for x: '
                        f'{x.index}\nIndex for y: {y.index}\n')
     if isinstance(y, pd.DataFrame):
-      y_columns = [(column, column if column not in x else
-                    f'{column}_{uuid.uuid4()}') for column in list(y)]
+      y_columns = [(column, _get_unique_target_key(x, column))
+                   for column in list(y)]
       target_column = [name for _, name in y_columns]
       x[target_column] = y
     else:

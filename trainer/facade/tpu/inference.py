@@ -15,7 +15,16 @@ from trainer.compat import estimator_calls
 from trainer.compat import tpu_rewrite as compat_tpu_inference
 from trainer.engines.graph import tpu_export as tpu_inference
 
-BatchConfig = tpu_inference.BatchConfig
+
+
+class BatchConfig(tpu_inference.BatchConfig):
+  """How a TPU inference export batches requests (TPUEstimator's)."""
+
+  def __new__(cls, num_batch_threads, max_batch_size, batch_timeout_micros,
+              allowed_batch_sizes, max_enqueued_batches=100):
+    return super().__new__(cls, num_batch_threads, max_batch_size,
+                           batch_timeout_micros, allowed_batch_sizes,
+                           max_enqueued_batches)
 
 
 class ExportSavedModelApiVersion(enum.Enum):

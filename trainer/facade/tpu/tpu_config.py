@@ -23,6 +23,17 @@ class InputPipelineConfig:
   SLICED = 5
 
 
+def _get_tpu_job_name_from_tf_config():
+  """TF_CONFIG's service.tpu_worker_job_name, else None."""
+  service = run_config.tf_config_from_env().get('service') or {}
+  tpu_job_name = service.get('tpu_worker_job_name') if isinstance(
+      service, dict) else None
+  if tpu_job_name:
+    tf.compat.v1.logging.info('Load TPU job name from TF_CONFIG: %s',
+                              tpu_job_name)
+  return tpu_job_name
+
+
 _TPU_CONFIG_FIELDS = (
     'iterations_per_loop', 'num_shards', 'num_cores_per_replica',
     'per_host_input_for_training', 'tpu_job_name',
@@ -75,11 +86,9 @@ class TPUConfig(collections.namedtuple('TPUConfig', _TPU_CONFIG_FIELDS)):
       per_host_input_for_training = InputPipelineConfig.PER_HOST_V1
     if initial_infeed_sleep_secs:
       util.check_positive_integer(initial_infeed_sleep_secs,
-                             'TPUConfig initial_infeed_sleep_secs')
+                                  'TPUConfig initial_infeed_sleep_secs')
     if not tpu_job_name:
-      service = run_config.tf_config_from_env().get('service') or {}
-      tpu_job_name = service.get('tpu_worker_job_name') if isinstance(
-          service, dict) else None
+      tpu_job_name = _get_tpu_job_name_from_tf_config()
     return super().__new__(
         cls, iterations_per_loop, num_shards, num_cores_per_replica,
         per_host_input_for_training, tpu_job_name, initial_infeed_sleep_secs,
@@ -132,3 +141,8 @@ class TPURunConfig(run_config.RunConfig):
     if tpu_config is not None:
       new._tpu_config = tpu_config  # pylint: disable=protected-access
     return new
+
+
+# tensorflow_estimator's name of the TPU RunConfig (tf.compat.v1.estimator.
+# tpu.RunConfig).
+RunConfig = TPURunConfig

@@ -1,5 +1,6 @@
 """TPUEstimator's configuration helpers (tensorflow_estimator's tpu/util.py):
-parse_iterations_per_loop, check_positive_integer, IterationsPerLoopCounter.
+parse_iterations_per_loop, check_positive_integer, IterationsPerLoopCounter
+(and MultiHostDatasetInitializerHook, util.py's).
 """
 
 import collections
@@ -7,10 +8,18 @@ import re
 
 import numpy as np
 
+from trainer.facade import util
+
+MultiHostDatasetInitializerHook = util.MultiHostDatasetInitializerHook
+
 IterationsPerLoopCounter = collections.namedtuple('IterationsPerLoopCounter',
                                                   ['value', 'unit'])
 _ITERATIONS = re.compile(r'^(?P<value>[1-9][0-9]*)(?P<suffix>[smh]?)$')
 _SECONDS_PER = {'s': 1, 'm': 60, 'h': 3600}
+# The reference's pattern (which also accepts '|' as a unit; _ITERATIONS
+# does not).
+_ITERATIONS_PER_LOOP_VALUE_REGEX = re.compile(
+    r'^(?P<value>[1-9]\d*)((?P<suffix>[s|m|h])$|$)')
 
 
 def check_positive_integer(value, name):

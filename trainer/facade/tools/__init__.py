@@ -1,0 +1,1 @@
+"""tensorflow_estimator's tools package of the facade."""
