@@ -40,15 +40,42 @@ def _bullets(constructs, empty):
 
 
 def _wrap(text, indent, width=79):
-  words, lines, line = text.split(' '), [], ''
-  for word in words:
-    if line and len(line) + 1 + len(word) > width:
+  """`text` (with its leading spaces) in lines of at most `width`, the
+  continuation lines starting with `indent`."""
+  lead = text[:len(text) - len(text.lstrip(' '))]
+  lines, line = [], lead
+  for word in text.split():
+    if line.strip() and len(line) + 1 + len(word) > width:
       lines.append(line)
       line = indent + word
     else:
-      line = f'{line} {word}' if line else word
+      line = f'{line} {word}' if line.strip() else line + word
   lines.append(line)
   return lines
+
+
+def call(head, arguments, indent, width=79):
+  """`head(arg, ...)` on one line, or with the arguments aligned after the
+  parenthesis (Google style), or on the next lines at indent + 4."""
+  one = f'{indent}{head}({", ".join(arguments)})'
+  if len(one) <= width:
+    return [one]
+  column = len(indent) + len(head) + 1
+  lines, line = [], f'{indent}{head}('
+  for i, argument in enumerate(arguments):
+    piece = argument + (',' if i < len(arguments) - 1 else ')')
+    if line.endswith('(') or len(line) + 1 + len(piece) <= width:
+      line += ('' if line.endswith('(') else ' ') + piece
+    else:
+      lines.append(line)
+      line = ' ' * column + piece
+  lines.append(line)
+  if all(len(l) <= width for l in lines):
+    return lines
+  inner = indent + '    '
+  return [f'{indent}{head}('] + [
+      f'{inner}{a}{"," if i < len(arguments) - 1 else ")"}'
+      for i, a in enumerate(arguments)]
 
 
 class TeamImport:
@@ -97,30 +124,13 @@ def _optimizer_init(facts):
   if optimizer.learning_rate is not None:
     arguments = {'learning_rate': optimizer.learning_rate, **arguments}
   arguments['name'] = optimizer.name
-  text = ', '.join(f'{k}={v!r}' for k, v in arguments.items())
   origin = (f'tf.compat.v1.train.{optimizer.v1_class}' +
             (' in CrossShardOptimizer' if optimizer.cross_shard else ''))
-  lines = [f'{_INDENT * 2}# {origin}, as a tf-keras optimizer with its '
-           'TF1 update rule.']
-  call = f'{_INDENT * 2}self.optimizer = {optimizer.keras_class}({text})'
-  lines.extend(_wrap_call(call, _INDENT * 4))
+  lines = _wrap(f'{_INDENT * 2}# {origin}, as a tf-keras optimizer with '
+                'its TF1 update rule.', f'{_INDENT * 2}# ')
+  lines += call(f'self.optimizer = {optimizer.keras_class}',
+                [f'{k}={v!r}' for k, v in arguments.items()], _INDENT * 2)
   return '\n'.join(lines) + '\n'
-
-
-def _wrap_call(text, indent, width=79):
-  if len(text) <= width:
-    return [text]
-  head, _, rest = text.partition('(')
-  lines, line = [], head + '('
-  for part in rest.split(', '):
-    piece = part if line.endswith('(') else ' ' + part
-    if len(line) + len(piece) + 1 > width and not line.endswith('('):
-      lines.append(line + ',')
-      line = indent + part
-    else:
-      line += (piece if line.endswith('(') else ',' + piece)
-  lines.append(line)
-  return lines
 
 
 def _ema_init(facts):
@@ -152,14 +162,16 @@ def _metrics_init(facts):
                  f'tf.compat.v1.metrics.{metric.v1_name}')
       comment = f'  # tf.compat.v1.metrics.{metric.v1_name}' if (
           metric.keras) else ''
-      entry = f'{_INDENT * 3}({metric.key!r}, {value}),{comment}'
+      entry = f'{_INDENT * 4}({metric.key!r}, {value}),{comment}'
       if len(entry) > 79 and comment:
-        lines.append(f'{_INDENT * 3}# tf.compat.v1.metrics.{metric.v1_name}')
-        entry = f'{_INDENT * 3}({metric.key!r}, {value}),'
+        lines.append(f'{_INDENT * 4}# tf.compat.v1.metrics.{metric.v1_name}')
+        entry = f'{_INDENT * 4}({metric.key!r}, {value}),'
       lines.append(entry)
     lines.append(f'{_INDENT * 2}]')
-  lines.append(f'{_INDENT * 2}self.host_call_fn = None  # Set by train_step.')
-  lines.append(f'{_INDENT * 2}self.host_call_structure = None')
+  lines += [f'{_INDENT * 2}# TPUEstimatorSpec.host_call (function, tensors '
+            'structure), which',
+            f'{_INDENT * 2}# train.py runs on the host; set by train_step.',
+            f'{_INDENT * 2}self.host_call_fn = self.host_call_structure = None']
   return '\n'.join(lines) + '\n'
 
 
@@ -169,9 +181,14 @@ def _train_apply(facts):
     lines.append(f'{_INDENT * 2}self.apply_gradients(recorder)')
   if facts.ema is not None:
     lines.append(f'{_INDENT * 2}self.apply_averages()')
-  lines += [f'{_INDENT * 2}if spec.host_call is not None:',
-            f'{_INDENT * 3}self.host_call_fn, self.host_call_structure = '
-            'spec.host_call']
+  if not facts.host_call:
+    lines.append(f'{_INDENT * 2}return spec.loss, ()')
+    return '\n'.join(lines) + '\n'
+  lines += [f'{_INDENT * 2}# TPUEstimatorSpec.host_call: train.py runs it on '
+            'the host.',
+            f'{_INDENT * 2}self.host_call_fn, tensors = spec.host_call',
+            f'{_INDENT * 2}self.host_call_structure = tensors',
+            f'{_INDENT * 2}return spec.loss, tensors']
   return '\n'.join(lines) + '\n'
 
 
@@ -193,7 +210,7 @@ def _apply_method(facts):
         f'{_INDENT}# The learning rate your model_fn computed from '
         'global_step (TF1 code).',
         f'{_INDENT}self.optimizer.learning_rate = tf1_bridge.learning_rate(',
-        f'{_INDENT * 3}recorder.optimizer, '
+        f'{_INDENT * 4}recorder.optimizer, '
         f'{optimizer.learning_rate_attribute!r})']
   lines += [
       f'{_INDENT}# Estimator divided the loss by the replicas and summed '
@@ -201,7 +218,7 @@ def _apply_method(facts):
       f'{_INDENT}# gradients; tf_keras sums them: divide the gradients '
       'instead.',
       f'{_INDENT}grads_and_vars = tf1_bridge.scaled(recorder.grads_and_vars,',
-      f'{_INDENT * 20}1.0 / replicas())',
+      f'{" " * 36}1.0 / replicas())',
       f'{_INDENT}self.optimizer.apply_gradients(grads_and_vars)']
   if optimizer.steps_global_step:
     lines += [f'{_INDENT}# apply_gradients(..., global_step) stepped it in '
@@ -216,7 +233,7 @@ def _evaluate_body(facts):
       'recorder = tf1_bridge.Recorder(',
       f'{_INDENT * 2}metrics=[m for _, m in self.eval_metrics])',
       'spec = self.tf1(features, labels, EVAL, self.mode_params(EVAL),',
-      f'{_INDENT * 4}   recorder=recorder)']
+      f'{" " * 16}recorder=recorder)']
   if facts.eval_metrics_kind == 'eval_metrics':
     lines += [
         '# TPUEstimatorSpec.eval_metrics: your metric_fn, per batch.',
@@ -319,10 +336,11 @@ def _serving_body(facts, imports):
   lines.append(']')
   if facts.receiver_kind == 'serving_input_fn':
     serving = imports[facts.serving_spec].expression
-    build = [f'# Your serving input function, its placeholders fed by the '
-             'inputs.',
-             f'features = tf1_bridge.receiver_features({serving}, '
-             f'{values})']
+    build = ['# Your serving input function, its placeholders fed by the '
+             'inputs.'] + [l.lstrip() if i == 0 else l[4:] for i, l in
+                           enumerate(call('features = tf1_bridge.'
+                                          'receiver_features',
+                                          [serving, values], ' ' * 4))]
   elif len(inputs) == 1 and inputs[0].key == 'input':
     build = [f'features = {names[0] if plain else "inputs[0]"}']
   else:
@@ -331,7 +349,7 @@ def _serving_body(facts, imports):
             f'{_INDENT}def serve({arguments}):']
   lines += [f'{_INDENT * 2}{line}' for line in build]
   lines += [f'{_INDENT * 2}spec = self.tf1(features, None, PREDICT,',
-            f'{_INDENT * 6}self.mode_params(PREDICT, export=True))',
+            f'{" " * 20}self.mode_params(PREDICT, export=True))',
             f'{_INDENT * 2}return tf1_bridge.signature_outputs(spec, name)',
             '',
             f'{_INDENT}return tf.function(serve, input_signature=specs, '
@@ -366,7 +384,8 @@ def model_py(facts, input_fns):
       converted=_bullets(facts.of_kind('converted'), 'nothing'),
       unconverted=_bullets(facts.of_kind('unconverted'), 'nothing'),
       optimizer_import=optimizer_import,
-      estimator_paths=repr(tuple(facts.estimator_paths)),
+      estimator_paths=_literal('ESTIMATOR_PATHS',
+                               tuple(facts.estimator_paths)).strip(),
       team_imports='\n'.join(team_block + inputs),
       model_fn=model_fn,
       optimizer_init=_optimizer_init(facts),
@@ -439,11 +458,19 @@ def bridge_py(facts):
 
 
 def _literal(name, value):
-  text = pprint.pformat(value, width=72, sort_dicts=True)
-  if '\n' not in text and len(name) + 3 + len(text) <= 79:
+  """`NAME = value` as Python source: one line, or one item per line."""
+  text = repr(value)
+  if len(name) + 3 + len(text) <= 79:
     return f'{name} = {text}\n'
-  body = pprint.pformat(value, width=76, sort_dicts=True)
-  return f'{name} = {body}\n'
+  if isinstance(value, dict):
+    items = [f'    {k!r}: {pprint.pformat(v, width=70)},'
+             for k, v in sorted(value.items())]
+    return f'{name} = {{\n' + '\n'.join(items) + '\n}\n'
+  if isinstance(value, (list, tuple)):
+    opening, closing = ('[', ']') if isinstance(value, list) else ('(', ')')
+    items = [f'    {v!r},' for v in value]
+    return f'{name} = {opening}\n' + '\n'.join(items) + f'\n{closing}\n'
+  return f'{name} = {pprint.pformat(value, width=76)}\n'
 
 
 def config_py(facts, settings):

@@ -77,19 +77,45 @@ def settings(params):
   }
 
 
-def _estimator_paths(flag_values=FLAGS):
-  """Import paths of tf.estimator the team's modules use, besides
-  tf.estimator / tf.compat.v1.estimator (tf1_bridge publishes those)."""
-  del flag_values
+_ESTIMATOR_ROOTS = ('tensorflow.python.estimator', 'tensorflow_estimator',
+                    'tensorflow.python.tpu.tpu_estimator')
+
+
+def _team_sources():
+  """Source files of the modules imported from outside TensorFlow's and
+  this project's trees and site-packages: the team's."""
   import sys  # pylint: disable=g-import-not-at-top
-  paths = []
-  for name in sorted(sys.modules):
-    if name.startswith(('tensorflow.python.estimator',
-                        'tensorflow_estimator')) and name.count('.') <= 3:
-      root = name.split('.')
-      if root[-1] in ('estimator', 'tensorflow_estimator'):
-        paths.append(name)
-  return paths
+  repo = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))
+  for module in list(sys.modules.values()):
+    path = getattr(module, '__file__', None) or ''
+    if not path.endswith('.py') or 'site-packages' in path or (
+        path.startswith(repo + os.sep) or path.startswith(sys.prefix)):
+      continue
+    yield path
+
+
+def estimator_paths():
+  """The import paths of Estimator the team's modules name besides
+  tf.estimator (e.g. `from tensorflow.python.estimator import estimator`);
+  tf1_bridge publishes its names there too."""
+  import ast  # pylint: disable=g-import-not-at-top
+  paths = set()
+  for path in _team_sources():
+    try:
+      with open(path, encoding='utf-8') as f:
+        tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+      continue
+    for node in ast.walk(tree):
+      names = []
+      if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+      elif isinstance(node, ast.ImportFrom) and node.module:
+        names = [node.module] + [f'{node.module}.{a.name}'
+                                 for a in node.names]
+      paths.update(n for n in names if n.startswith(_ESTIMATOR_ROOTS))
+  return sorted(paths)
 
 
 class Migration:
@@ -133,7 +159,7 @@ class Migration:
     facts.checkpoint = checkpoint
     facts.step = int(tf.train.load_checkpoint(checkpoint).get_tensor(
         'global_step'))
-    facts.estimator_paths = _estimator_paths()
+    facts.estimator_paths = estimator_paths()
     _, absent = convert.plan(facts, checkpoint)  # Errors before writing.
     parent = os.path.dirname(self._out)
     os.makedirs(parent, exist_ok=True)

@@ -424,10 +424,6 @@ class Tracer:
         self._note('converted', f'{records.summaries} tf.compat.v1.summary '
                    'op(s)', 'TRAIN model_fn', 'written with tf.summary to '
                    'model_dir by tf1_bridge')
-      if spec.scaffold_fn is not None and mode == TRAIN and not (
-          records.init_from_checkpoint):
-        self._note('converted', 'scaffold_fn', f'{mode}', 'not run: the '
-                   'converted checkpoint initialises every variable')
 
   # -- variables -----------------------------------------------------------
 
