@@ -9,6 +9,7 @@ and writes OUT/checkpoint/ckpt-STEP; its mapping (TF1 name -> the new
 checkpoint's key) goes into the report.
 """
 
+import collections
 import os
 
 import numpy as np
@@ -49,19 +50,20 @@ def plan(facts, checkpoint):
 
 
 def checkpoint_keys(root):
-  """{id(variable): key} of every variable tf.train.Checkpoint(root) saves
-  (the object path, escaped as TensorFlow writes it)."""
+  """{id(variable): key} of every variable tf.train.Checkpoint(root) saves:
+  its first path breadth-first, as the saver finds it, escaped as
+  TensorFlow writes it."""
   view = tf.train.TrackableView(root)
-  keys, pending, seen = {}, [(root, [])], set()
+  keys, pending, seen = {}, collections.deque([(root, [])]), {id(root)}
   while pending:
-    obj, path = pending.pop()
-    if id(obj) in seen:
-      continue
-    seen.add(id(obj))
-    if isinstance(obj, tf.Variable) and id(obj) not in keys:
-      keys[id(obj)] = '/'.join(_escape(p) for p in path) + _VALUE_SUFFIX
+    obj, path = pending.popleft()
+    if isinstance(obj, tf.Variable):
+      keys.setdefault(id(obj), '/'.join(_escape(p) for p in path) +
+                      _VALUE_SUFFIX)
     for name, child in view.children(obj).items():
-      pending.append((child, path + [name]))
+      if id(child) not in seen:
+        seen.add(id(child))
+        pending.append((child, path + [name]))
   return keys
 
 
@@ -135,16 +137,17 @@ def convert(model, facts, checkpoint, out_dir):
   keys = checkpoint_keys(root)
   mapping = [(name, keys.get(id(variable), '?'), list(variable.shape))
              for name, variable in sorted(targets.items()) if name in shapes]
-  _check_written(path, targets, reader, shapes)
+  _check_written(path, mapping, reader)
   return path, mapping
 
 
-def _check_written(path, targets, reader, shapes):
-  """The written checkpoint holds the converted values (read back)."""
-  del path
-  for name, variable in targets.items():
-    if name in shapes and not np.array_equal(
-        variable.numpy(), reader.get_tensor(name).astype(
-            variable.dtype.as_numpy_dtype)):
-      raise CheckpointMappingError(f'variable {name} did not take the '
-                                   'checkpoint value.')
+def _check_written(path, mapping, reader):
+  """The written checkpoint holds every converted value under its key."""
+  written = tf.train.load_checkpoint(path)
+  for name, key, _ in mapping:
+    if not written.has_tensor(key) or not np.array_equal(
+        written.get_tensor(key), reader.get_tensor(name).astype(
+            written.get_tensor(key).dtype)):
+      raise CheckpointMappingError(
+          f'variable {name} is not in {path} under {key} with its '
+          'checkpoint value.')

@@ -167,7 +167,8 @@ class Migration:
                                dir=parent)
     try:
       lines = codegen.write(staging, facts, self._input_specs,
-                            settings(self._params))
+                            settings(self._params),
+                            os.path.basename(self._out))
       # The package imports under its final name: move it there first.
       if os.path.exists(self._out):
         os.rmdir(self._out)
