@@ -133,6 +133,8 @@ if __name__ == '__main__':
       packages=_packages(),
       package_dir=package_dir,
       include_package_data=False,
+      # trainer.migrate's templates of the programs it writes.
+      package_data={f'{PACKAGE}.trainer.migrate': ['templates/*.tmpl']},
       cmdclass={'build_py': BuildPy},
       options={'build': {'build_base': BUILD_BASE},
                'egg_info': {'egg_base': BUILD_BASE}},

@@ -40,7 +40,8 @@ PACKAGES = ('trainer', 'model_fn', 'input_fn')
 # Entry points: what a user runs (modules, or packages: every module in
 # them); they may install the facade and import any layer.
 ENTRY_POINTS = ('trainer.main', 'trainer.verify_migration', 'trainer.legacy',
-                'trainer.memory.__main__', 'trainer.runners.native.convert')
+                'trainer.memory.__main__', 'trainer.runners.native.convert',
+                'trainer.migrate')
 # Layers, lowest first (/work/plan/LAYOUT.md's, in the order the code
 # imports them: the runtime and the guard read model_fn/input_fn's record
 # format and serving preprocessing, so those sit below them). A module of a

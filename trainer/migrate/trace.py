@@ -11,16 +11,16 @@ facts.ModelFacts, or RefusedError naming the construct no migration can
 carry.
 """
 
-import collections
 import contextlib
 import copy
 import inspect
-import sys
 
 import tensorflow as tf
 
 from trainer.api import errors
 from trainer.compat import estimator_calls
+from trainer.compat import tf1_semantics
+from trainer.compat import v1_objects
 from trainer.migrate import facts as facts_lib
 from trainer.runners.tf2 import spec as spec_lib
 
@@ -285,7 +285,7 @@ class Tracer:
     keras_class, attributes = facts_lib.CONVERTED_OPTIMIZERS[v1_class]
     values = {}
     for argument, attribute in attributes.items():
-      value = getattr(inner, attribute)
+      value = v1_objects.attribute(inner, attribute)
       if argument == 'learning_rate':
         continue
       static = tf.get_static_value(value) if tf.is_tensor(value) else value
@@ -295,7 +295,7 @@ class Tracer:
                    'runs as TF1 code inside the wrapped model_fn')
         return None
       values[argument] = _plain(static)
-    lr_value = getattr(inner, attributes['learning_rate'])
+    lr_value = v1_objects.attribute(inner, attributes['learning_rate'])
     lr = _plain(tf.get_static_value(lr_value)) if tf.is_tensor(
         lr_value) else (None if callable(lr_value) else _plain(lr_value))
     slots = {}
@@ -349,7 +349,7 @@ class Tracer:
       var_list = list(var_list or _v1.trainable_variables())
     names = [v.op.name for v in var_list]
     shadows = {v.op.name: ema.average(v).op.name for v in var_list}
-    num_updates = getattr(ema, '_num_updates', None)
+    decay, num_updates, zero_debias = v1_objects.ema_settings(ema)
     updates = None
     if num_updates is not None:
       updates = 'global_step' if _reads_global_step(num_updates) else None
@@ -375,9 +375,9 @@ class Tracer:
                    '; evaluation uses the averages, as your EVAL scaffold '
                    'Saver did' if evaluate_with_averages else ''))
     return facts_lib.EmaFacts(
-        decay=_plain(tf.get_static_value(ema._decay) if tf.is_tensor(  # pylint: disable=protected-access
-            ema._decay) else ema._decay),  # pylint: disable=protected-access
-        num_updates=updates, zero_debias=bool(ema._zero_debias),  # pylint: disable=protected-access
+        decay=_plain(tf.get_static_value(decay) if tf.is_tensor(decay)
+                     else decay),
+        num_updates=updates, zero_debias=bool(zero_debias),
         variables=names, shadows=shadows,
         evaluate_with_averages=evaluate_with_averages, rule=rule)
 
@@ -390,7 +390,7 @@ class Tracer:
     saver = getattr(scaffold, 'saver', None)
     if saver is None:
       return False
-    var_list = getattr(saver, '_var_list', None)
+    var_list = tf1_semantics.saver_var_list(saver)
     if not isinstance(var_list, dict):
       return False
     inverse = {s: v for v, s in shadows.items()}
