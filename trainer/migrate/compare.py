@@ -150,6 +150,24 @@ class _SkippedApplies:
       yield self
 
 
+def _raw_receiver_fn(receiver, inputs):
+  """The Estimator export of the features themselves (a dict, or the one
+  tensor a model_fn takes as features, fed as 'input')."""
+  export = tf.compat.v1.estimator.export
+  if [r.key for r in receiver] == ['input'] and len(inputs) == 1:
+    spec = receiver[0]
+
+    def receiver_fn():
+      placeholder = tf.compat.v1.placeholder(spec.dtype, spec.shape,
+                                             name='input')
+      return export.TensorServingInputReceiver(placeholder,
+                                               {'input': placeholder})
+
+    return receiver_fn
+  return export.build_raw_serving_input_receiver_fn(
+      {k: tf.constant(v) for k, v in inputs.items()})
+
+
 def _dense(gradient):
   return tf.convert_to_tensor(gradient)
 
@@ -318,9 +336,7 @@ class Comparison:
     if self._serving_input_fn is not None:
       receiver_fn = self._serving_input_fn
     else:
-      receiver_fn = tf.compat.v1.estimator.export.\
-          build_raw_serving_input_receiver_fn(
-              {k: tf.constant(v) for k, v in inputs.items()})
+      receiver_fn = _raw_receiver_fn(self._facts.receiver, inputs)
     return runner.export(os.path.join(self._work, 'export'),
                          serving_input_receiver_fn=receiver_fn,
                          checkpoint_path=self._checkpoint)
