@@ -366,6 +366,12 @@ def model_py(facts, input_fns):
   team = sorted({item.statement for item in imports.values()})
   team_block = ['# Your modules (their flags are defined at import).'] + [
       s + '  # pylint: disable=g-import-not-at-top' for s in team]
+  if facts.vendored:
+    team_block = [
+        '# The built-in model\'s code, copied into vendor/ (yours now).',
+        'sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath('
+        '__file__)),',
+        "                                'vendor'))"] + team_block
   inputs = ['', '', '# Your input_fns, by mode (input_fn(params) -> '
             'tf.data.Dataset).', 'INPUT_FNS = {']
   for mode, spec in input_fns.items():
@@ -398,8 +404,11 @@ def model_py(facts, input_fns):
       ema_methods=_ema_methods(facts),
       serving_body=_serving_body(facts, imports),
       host_call_fn='')
+  stdlib = 'import contextlib\n'
+  if facts.vendored:
+    stdlib += 'import os\nimport sys\n'
   text = text.replace('import tensorflow as tf\n',
-                      'import contextlib\n\nimport tensorflow as tf\n', 1)
+                      f'{stdlib}\nimport tensorflow as tf\n', 1)
   return _tidy(text)
 
 

@@ -146,6 +146,8 @@ class ModelFacts:
   constructs: List[Construct]
   checkpoint: str = ''
   step: int = 0
+  vendored: bool = False  # A built-in model: its code is in OUT/vendor/.
+  learning_rates: List[List[float]] = dataclasses.field(default_factory=list)
 
   def as_json(self):
     return dataclasses.asdict(self)

@@ -42,7 +42,9 @@ class Program:
     self._seed = seed
     self.strategy = tf.distribute.get_strategy()
     op_seeds.set_global_seed(seed)
-    self.model = self.modules['model'].Model()
+    config = self.modules['config']
+    self.model = self.modules['model'].Model(
+        dict(config.PARAMS, model_dir=work_dir))
     trainer = self.modules['train'].Trainer(self.strategy, self.model,
                                             work_dir)
     with op_seeds.derived_op_seeds():

@@ -11,6 +11,7 @@ from absl import logging
 import tensorflow as tf
 
 from trainer.api import errors
+from trainer.migrate import builtin as builtin_lib
 from trainer.migrate import codegen
 from trainer.migrate import compare as compare_lib
 from trainer.migrate import convert
@@ -62,9 +63,10 @@ def team_flags(flag_values=FLAGS):
 def program_params(params):
   """The params the generated program passes (JSON-able, no paths of this
   run: model_dir comes from train.py's flag)."""
-  dropped = ('model_dir', 'export_dir')
-  return {k: v for k, v in sorted(params.items())
-          if k not in dropped and _jsonable(v)}
+  result = {k: v for k, v in sorted(params.items())
+            if k != 'export_dir' and _jsonable(v)}
+  result['model_dir'] = None  # train.py's --model_dir, set per run.
+  return result
 
 
 def settings(params):
@@ -154,6 +156,10 @@ class Migration:
           'new directory (move this one away, or compare it with --verify).')
     tracer = self._tracer()
     facts = tracer.trace()
+    facts.model_spec, input_specs = builtin_lib.specs(self._params,
+                                                      self._input_specs)
+    facts.vendored = builtin_lib.is_builtin(self._params) or any(
+        s.startswith('input_fn.') for s in input_specs.values())
     facts.params = program_params(self._params)
     facts.team_flags = team_flags()
     facts.checkpoint = checkpoint
@@ -166,9 +172,11 @@ class Migration:
     staging = tempfile.mkdtemp(prefix=os.path.basename(self._out) + '_',
                                dir=parent)
     try:
-      lines = codegen.write(staging, facts, self._input_specs,
+      lines = codegen.write(staging, facts, input_specs,
                             settings(self._params),
                             os.path.basename(self._out))
+      if facts.vendored:
+        lines.update(builtin_lib.vendor(staging))
       # The package imports under its final name: move it there first.
       if os.path.exists(self._out):
         os.rmdir(self._out)
