@@ -213,3 +213,33 @@ def test_says_it_needs_tf_2_16_on_tf_2_15(tmp_path):
       'is 2.15): run it on the modern or newest lane. A model_dir written by '
       'TF 2.15\'s Estimator is fine as --model_dir.')
   assert not os.path.exists(tmp_path / 'out')
+
+
+@tf2_lanes
+def test_builtin_mlp_migrates_with_its_code(tmp_path):
+  """--model=mlp: the built-in model's code goes into OUT/vendor/, so the
+  program runs with the project out of reach; golden/mlp/ is its TF 2.15
+  Estimator checkpoint (--mlp_hidden_units=8, 10 steps, --seed=1)."""
+  estimator_dir = str(tmp_path / 'estimator')
+  shutil.copytree(os.path.join(HERE, 'golden', 'mlp'), estimator_dir)
+  out = str(tmp_path / 'mlp_tf2')
+  result = run_migrate(['--mlp_hidden_units=8', '--train_batch_size=32',
+                        '--eval_batch_size=32', '--seed=1',
+                        f'--model_dir={estimator_dir}',
+                        f'--output_dir={out}', '--compare_steps=2'])
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(os.path.join(out, 'report.json'), encoding='utf-8') as f:
+    report = json.load(f)
+  assert report['equivalent'] and all(c['ok'] for c in report['comparisons'])
+  assert 'vendor/model_fn/mlp.py' in report['generated_lines']
+  assert [row[0] for row in report['learning_rate']][:2] == [0, 1]
+  env = clean_env(out)
+  env['PYTHONPATH'] = os.path.dirname(out)  # No team modules: all vendored.
+  ran = subprocess.run(
+      [sys.executable, os.path.join(out, 'train.py'),
+       f'--model_dir={tmp_path / "run"}', '--steps=12',
+       '--iterations_per_loop=2', '--eval_steps=1'], cwd=str(tmp_path),
+      env=env, capture_output=True, text=True, timeout=testutil.HANG_TIMEOUT)
+  assert ran.returncode == 0, ran.stderr[-3000:]
+  assert 'global_step: 12' in ran.stdout and 'top_1_accuracy: ' in ran.stdout
+  assert os.path.isdir(tmp_path / 'run' / 'saved_model')

@@ -48,6 +48,7 @@ class Report:
             {'tf1_name': n, 'tf2_key': k, 'shape': s}
             for n, k, s in self.mapping],
         'made_but_not_in_checkpoint': list(self.absent),
+        'learning_rate': self.facts.learning_rates,
         'generated_lines': dict(self.lines),
         'generated_lines_total': sum(self.lines.values()),
         'facts': self.facts.as_json(),

@@ -147,6 +147,7 @@ class Tracer:
     self._params = params
     self._serving_input_fn = serving_input_fn
     self.constructs = []
+    self.learning_rates = []  # [[step, rate]] of a schedule in the graph.
 
   # -- what the model_fn and input_fn see --------------------------------
 
@@ -247,7 +248,7 @@ class Tracer:
         metric_keys=keys, eval_metrics_kind=kind, predictions=predictions,
         signatures=signatures, receiver=receiver,
         receiver_kind=receiver_kind, modes=modes, estimator_paths=[],
-        constructs=self.constructs)
+        constructs=self.constructs, learning_rates=self.learning_rates)
 
   # -- the optimizer --------------------------------------------------------
 
@@ -321,6 +322,7 @@ class Tracer:
                f'optimizer.py {keras_class}, a tf_keras optimizer with '
                'TF1\'s update rule; the gradients are your model_fn\'s')
     if lr is None:
+      self.learning_rates = _learning_rates(graph, lr_value, self._params)
       self._note('wrapped', 'learning-rate schedule', 'TRAIN',
                  'your model_fn computes the learning rate from global_step; '
                  'the train step hands it to the optimizer. To own it, write '
@@ -581,6 +583,26 @@ def _reads_global_step(tensor):
     if op.type in ('Cast', 'Identity', 'ReadVariableOp', 'VarHandleOp'):
       pending.extend(op.inputs)
   return False
+
+
+def _learning_rates(graph, rate, params):
+  """[[step, learning rate]] of the model_fn's learning-rate tensor at a
+  few global steps (run in the TF1 graph with the step fed), for writing it
+  as a schedule; [] when it reads anything but the global step."""
+  total = int(params.get('train_steps') or 1000)
+  steps = sorted({0, 1, 10, 100, 1000, total // 4, total // 2, total,
+                  2 * total} - {s for s in (10, 100, 1000) if s > 2 * total})
+  try:
+    with graph.as_default(), _v1.Session(graph=graph) as session:
+      step = _v1.train.get_global_step()
+      table = []
+      for value in steps:
+        session.run(step.initializer)
+        session.run(step.assign(value))
+        table.append([value, float(session.run(rate))])
+      return table
+  except (tf.errors.OpError, TypeError, ValueError):
+    return []
 
 
 def _precision(graph):
