@@ -155,18 +155,18 @@ def _metrics_init(facts):
       name = metric.key or f'{metric.v1_name}_{index}'
       arguments = ''.join(f', {k}={v!r}' for k, v in
                           sorted(metric.arguments.items()))
-      if metric.keras:
-        value = f"{metric.keras}(name={name!r}{arguments})"
+      constructor = metric.keras or 'tf_keras.metrics.Mean'
+      value = f'{constructor}(name={name!r}{arguments})'
+      comment = (f'# tf.compat.v1.metrics.{metric.v1_name}' if metric.keras
+                 else f'# NOT CONVERTED: tf.compat.v1.metrics.'
+                 f'{metric.v1_name} (a placeholder; see the docstring)')
+      lines.append(f'{_INDENT * 4}{comment}')
+      entry = f'{_INDENT * 4}({metric.key!r}, {value}),'
+      if len(entry) > 79:
+        lines += [f'{_INDENT * 4}({metric.key!r},',
+                  f'{_INDENT * 4} {value}),']
       else:
-        value = (f"tf_keras.metrics.Mean(name={name!r})  # NOT CONVERTED: "
-                 f'tf.compat.v1.metrics.{metric.v1_name}')
-      comment = f'  # tf.compat.v1.metrics.{metric.v1_name}' if (
-          metric.keras) else ''
-      entry = f'{_INDENT * 4}({metric.key!r}, {value}),{comment}'
-      if len(entry) > 79 and comment:
-        lines.append(f'{_INDENT * 4}# tf.compat.v1.metrics.{metric.v1_name}')
-        entry = f'{_INDENT * 4}({metric.key!r}, {value}),'
-      lines.append(entry)
+        lines.append(entry)
     lines.append(f'{_INDENT * 2}]')
   lines += [f'{_INDENT * 2}# TPUEstimatorSpec.host_call (function, tensors '
             'structure), which',

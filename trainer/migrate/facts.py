@@ -45,6 +45,7 @@ CONVERTED_METRICS = {
     'precision': 'tf_keras.metrics.Precision',
     'recall': 'tf_keras.metrics.Recall',
     'auc': 'tf_keras.metrics.AUC',
+    'recall_at_k': 'tf_keras.metrics.Mean',
 }
 
 

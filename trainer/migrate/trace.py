@@ -645,4 +645,6 @@ def _keras_metric(name, bound):
                  'curve': 'ROC', 'summation_method': 'interpolation'}
   elif name in ('precision', 'recall'):
     arguments = {'thresholds': 0.0}
+  elif name == 'recall_at_k' and bound.get('class_id') is not None:
+    return '', {}
   return keras, arguments
