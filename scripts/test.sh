@@ -9,8 +9,9 @@
 #                                   # suite (tensorflow/estimator's own tests
 #                                   # through the facade, against the real
 #                                   # Estimator's recorded results), newest (TF 2.21:
-#                                   # the tests of the runners, the facade
-#                                   # and the main job, NEWEST_TESTS)
+#                                   # the tests of the runners, the facade,
+#                                   # the main job and trainer.migrate,
+#                                   # NEWEST_TESTS)
 #   scripts/test.sh legacy          # one lane; extra args go to pytest:
 #   scripts/test.sh legacy -k flags # (legacy: the same tests, pytest only)
 # With every lane, newest runs beside suite (its output printed after it).
@@ -45,7 +46,8 @@ NEWEST_TESTS="${NEWEST_TESTS:-tests/main_test.py tests/tf2_runner_test.py
   tests/native_runner_test.py tests/legacy_estimator_test.py
   tests/legacy_api_test.py tests/legacy_launcher_test.py
   tests/legacy_programs_test.py tests/estimator_compat_test.py
-  tests/tf_private_test.py tests/canned/wide_deep_test.py}"
+  tests/tf_private_test.py tests/canned/wide_deep_test.py
+  tests/migrate/migrate_test.py}"
 
 passed=0; failed=0; status=0
 
