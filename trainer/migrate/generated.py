@@ -3,6 +3,7 @@ checkpoint, export it and compare it: its own model.py and train.py run
 (Trainer.build, export), on the default strategy."""
 
 import contextlib
+import functools
 import importlib
 import os
 import sys
@@ -49,6 +50,8 @@ class Program:
                                             work_dir)
     with op_seeds.derived_op_seeds():
       trainer.build()
+    self._host_dtypes = trainer.host_dtypes
+    self._work_dir = work_dir
     self._functions = {}
     self.saved_model_dir = os.path.join(out_dir, 'saved_model')
 
@@ -128,12 +131,26 @@ class Program:
       return {k: v.numpy() for k, v in function(features, labels).items()}
 
   def train(self, batches, names):
-    """Trains one step per batch; (losses, after each step {name: value}
-    of the variables `names`)."""
-    step = self._function('train', lambda f, l: self.model.train_step(f, l)[0])
+    """Trains one step per batch with train.py's own loop (its Trainer,
+    fed these batches); (losses, after each step {name: value} of the
+    variables `names`)."""
+    trainer = self.modules['train'].Trainer(self.strategy, self.model,
+                                            self._work_dir)
+    trainer.host_dtypes = self._host_dtypes
+    dataset = functools.reduce(
+        lambda a, b: a.concatenate(b),
+        [tf.data.Dataset.from_tensors(b) for b in batches])
+    trainer.iterator = iter(self.strategy.distribute_datasets_from_function(
+        lambda context: dataset))
     losses, weights = [], []
-    for batch in batches:
-      losses.append(float(step(*_features_labels(batch))))
+    for index in range(len(batches)):
+      if index == 0:
+        op_seeds.set_global_seed(self._seed)
+        with op_seeds.derived_op_seeds():
+          step_losses, _ = trainer.run(1)
+      else:
+        step_losses, _ = trainer.run(1)
+      losses.append(float(step_losses[-1]))
       values = self.model.variables_by_name()
       weights.append({n: values[n].numpy() for n in names if n in values})
     return losses, weights
