@@ -311,6 +311,17 @@ class Comparison:
   def served(self, generated):
     if not self._facts.signatures:
       return Result('served outputs', None, None, False, 'no PREDICT mode')
+    if generated.export_error:
+      try:
+        self._reference_export(generated.serving_examples(
+            self.batches.get(PREDICT), self._facts.receiver_kind == 'raw'))
+      except Exception as e:  # pylint: disable=broad-except
+        return Result('served outputs', None, None, True,
+                      'neither exports (the Estimator export fails too: '
+                      f'{type(e).__name__})')
+      return Result('served outputs', None, None, False,
+                    f'the Estimator export works, saved_model/ failed: '
+                    f'{generated.export_error}')
     inputs = generated.serving_examples(
         self.batches.get(PREDICT), self._facts.receiver_kind == 'raw')
     reference_dir = self._reference_export(inputs)

@@ -53,6 +53,7 @@ class Program:
     self._host_dtypes = trainer.host_dtypes
     self._work_dir = work_dir
     self._functions = {}
+    self.export_error = None
     self.saved_model_dir = os.path.join(out_dir, 'saved_model')
 
   def _function(self, name, fn):

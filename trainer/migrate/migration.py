@@ -76,7 +76,22 @@ def settings(params):
       'ITERATIONS_PER_LOOP': params['iterations_per_loop'],
       'SAVE_CHECKPOINTS_STEPS': params['save_checkpoints_steps'] or 1000,
       'KEEP_CHECKPOINT_MAX': params['keep_checkpoint_max'] or 5,
+      'EXPORT': True,
   }
+
+
+def _without_export(out_dir, error):
+  """train.py exports nothing by default: the model_fn does not build for
+  an export (neither does it under Estimator's, which compare checks)."""
+  path = os.path.join(out_dir, 'config.py')
+  with open(path, encoding='utf-8') as f:
+    text = f.read()
+  text = text.replace('EXPORT = True\n', (
+      '# The model_fn does not build for an export (params[\'batch_size\'] '
+      'is\n# None there, as in Estimator\'s export): ' + error[:60] +
+      '\nEXPORT = False\n'))
+  with open(path, 'w', encoding='utf-8') as f:
+    f.write(text)
 
 
 _ESTIMATOR_ROOTS = ('tensorflow.python.estimator', 'tensorflow_estimator',
@@ -191,7 +206,12 @@ class Migration:
       path, mapping = convert.convert(program.model, facts, checkpoint,
                                       self._out)
       logging.info('Converted %s into %s.', checkpoint, path)
-      program.export()
+      try:
+        program.export()
+      except Exception as e:  # pylint: disable=broad-except
+        # Compared with the Estimator export, which must fail alike.
+        program.export_error = f'{type(e).__name__}: {e}'.split('\n')[0]
+        _without_export(self._out, program.export_error)
       report = self._compare(tracer, facts, checkpoint, program, work)
     finally:
       shutil.rmtree(work, ignore_errors=True)
