@@ -201,6 +201,8 @@ class Comparison:
     }
     if PREDICT in facts.modes:
       self.batches[PREDICT] = draw_batches(tracer, input_fns, PREDICT, 1)
+    else:
+      self.batches[PREDICT] = []
     # Kernels that reduce in a thread-dependent order (e.g. depthwise
     # convolutions' gradients on CPU) would make both sides differ by
     # rounding from run to run; TensorFlow's switch makes them
@@ -247,9 +249,10 @@ class Comparison:
     return self.results
 
   def forward(self, generated):
-    if PREDICT not in self.batches:
-      return Result('forward outputs', None, None, False,
-                    'the model_fn builds no PREDICT mode')
+    if PREDICT not in self._facts.modes:
+      return self._neither('forward outputs', lambda: next(self._runner(
+          'forward', {PREDICT: _constant_input_fn(self.batches[EVAL][:1])}
+      ).predict(yield_single_examples=False)))
     batch = self.batches[PREDICT][0]
     runner = self._runner('forward', {PREDICT: _constant_input_fn([batch])})
     reference = next(runner.predict(yield_single_examples=False))
@@ -310,7 +313,8 @@ class Comparison:
 
   def served(self, generated):
     if not self._facts.signatures:
-      return Result('served outputs', None, None, False, 'no PREDICT mode')
+      return self._neither('served outputs', lambda: self._reference_export(
+          {}))
     if generated.export_error:
       try:
         self._reference_export(generated.serving_examples(
@@ -349,6 +353,18 @@ class Comparison:
     return compare_values('served outputs', merged_reference, merged_ours,
                           self.relative_once,
                           f'signatures {", ".join(names)}')
+
+  def _neither(self, name, reference):
+    """ok when the reference fails too: the model_fn does not build in
+    PREDICT mode under Estimator either."""
+    try:
+      reference()
+    except Exception as e:  # pylint: disable=broad-except
+      return Result(name, None, None, True, 'neither side has it: no '
+                    f'PREDICT mode (the tf2 runner fails too: '
+                    f'{type(e).__name__})')
+    return Result(name, None, None, False, 'the tf2 runner predicts, the '
+                  'generated model has no PREDICT mode')
 
   def _reference_export(self, inputs):
     runner = self._runner('export', {})

@@ -135,8 +135,11 @@ class Program:
     """Trains one step per batch with train.py's own loop (its Trainer,
     fed these batches); (losses, after each step {name: value} of the
     variables `names`)."""
-    trainer = self.modules['train'].Trainer(self.strategy, self.model,
-                                            self._work_dir)
+    # train.py's Trainer on these batches (not on its input_fn's).
+    cls = self.modules['train'].Trainer
+    trainer = cls.__new__(cls)
+    trainer.strategy, trainer.model = self.strategy, self.model
+    trainer.loop = tf.function(trainer._loop, autograph=False)  # pylint: disable=protected-access
     trainer.host_dtypes = self._host_dtypes
     dataset = functools.reduce(
         lambda a, b: a.concatenate(b),

@@ -44,6 +44,7 @@ class Report:
         'wrapped': [vars(c) for c in self.facts.of_kind('wrapped')],
         'converted': [vars(c) for c in self.facts.of_kind('converted')],
         'unconverted': [vars(c) for c in self.unconverted],
+        'absent': [vars(c) for c in self.facts.of_kind('absent')],
         'checkpoint_mapping': [
             {'tf1_name': n, 'tf2_key': k, 'shape': s}
             for n, k, s in self.mapping],

@@ -187,6 +187,8 @@ class Tracer:
     graph = tf.Graph()
     with graph.as_default():
       features, labels = self._features_labels(mode)
+      if mode == PREDICT:
+        labels = None  # Estimator's predict() and export give none.
       records = _Records()
       with recording(records):
         _v1.train.get_or_create_global_step()
@@ -216,9 +218,12 @@ class Tracer:
         built[mode] = self.build(mode)
         modes.append(mode)
       except Exception as e:  # pylint: disable=broad-except
-        self._note('unconverted', f'{mode} mode', 'model_fn',
-                   f'the model_fn does not build in {mode} mode '
-                   f'({type(e).__name__}: {e}); nothing is generated for it')
+        # Under Estimator that mode fails the same way: nothing to carry.
+        self._note('absent', f'{mode} mode', 'model_fn',
+                   f'the model_fn does not build in {mode} mode, as under '
+                   f'Estimator ({type(e).__name__}: '
+                   f'{str(e).splitlines()[0][:120]}); nothing is generated '
+                   'for it')
     for graph, _, _ in built.values():
       _refuse_tpu_only(graph)
     self._note('wrapped', 'the network, loss and gradient code',
