@@ -109,6 +109,8 @@ def test_generated_sources(migrated):
   lines = migrated['report']['generated_lines']
   assert set(lines) == {'__init__.py', 'model.py', 'config.py',
                         'optimizer.py', 'tf1_bridge.py', 'train.py'}
+  with open(os.path.join(out, 'README.md'), encoding='utf-8') as f:
+    assert '--serving_input_fn=ranker:serving_input_fn' in f.read()
   for name in lines:
     with open(os.path.join(out, name), encoding='utf-8') as f:
       source = f.read()

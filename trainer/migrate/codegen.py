@@ -526,7 +526,29 @@ def train_py(facts, team_modules, out_name):
       team_modules=', '.join(team_modules))
 
 
-def write(out_dir, facts, input_fns, settings, out_name):
+def readme(facts, out_name, command):
+  return f"""# {out_name}: {facts.model_spec} as a TF2 program
+
+Written by trainer.migrate from {facts.checkpoint} (global step
+{facts.step}); yours now. model.py says what is still TF1 and what is TF2;
+report.json what was compared.
+
+Train on (from checkpoint/ on the first start), evaluate, export:
+
+    python {out_name}/train.py --model_dir=DIR --steps=N
+
+After editing model.py, compare it with the model_fn again (from the
+Estimator checkpoint; needs the project that generated it):
+
+    {command} --verify
+
+The command that wrote this directory:
+
+    {command}
+"""
+
+
+def write(out_dir, facts, input_fns, settings, out_name, command=''):
   """Writes the generated sources into out_dir (to be renamed out_name);
   {file name: line count}."""
   imports = team_imports(facts, input_fns.values())
@@ -537,6 +559,7 @@ def write(out_dir, facts, input_fns, settings, out_name):
       'config.py': config_py(facts, settings),
       'tf1_bridge.py': bridge_py(facts),
       'train.py': train_py(facts, modules, out_name),
+      'README.md': readme(facts, out_name, command),
   }
   optimizer = optimizer_py(facts)
   if optimizer:
@@ -546,7 +569,8 @@ def write(out_dir, facts, input_fns, settings, out_name):
   for name, text in files.items():
     with open(os.path.join(out_dir, name), 'w', encoding='utf-8') as f:
       f.write(text)
-    counts[name] = text.count('\n')
+    if name.endswith('.py'):  # Lines of code.
+      counts[name] = text.count('\n')
   return counts
 
 

@@ -80,6 +80,15 @@ def settings(params):
   }
 
 
+def _command():
+  """The command line of this run, as the user could type it again."""
+  import shlex  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  args = [a for a in sys.argv[1:] if a != '--verify']
+  return ' '.join(['python -m trainer.migrate'] +
+                  [shlex.quote(a) for a in args])
+
+
 def _without_export(out_dir, error):
   """train.py exports nothing by default: the model_fn does not build for
   an export (neither does it under Estimator's, which compare checks)."""
@@ -189,7 +198,7 @@ class Migration:
     try:
       lines = codegen.write(staging, facts, input_specs,
                             settings(self._params),
-                            os.path.basename(self._out))
+                            os.path.basename(self._out), _command())
       if facts.vendored:
         lines.update(builtin_lib.vendor(staging))
       # The package imports under its final name: move it there first.
