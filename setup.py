@@ -133,8 +133,10 @@ if __name__ == '__main__':
       packages=_packages(),
       package_dir=package_dir,
       include_package_data=False,
-      # The facade reads tensorflow_estimator 2.15's inventory at install().
-      package_data={f'{PACKAGE}.trainer.facade': ['inventory.json']},
+      # The facade reads tensorflow_estimator 2.15's inventory at install();
+      # trainer.migrate's templates of the programs it writes.
+      package_data={f'{PACKAGE}.trainer.facade': ['inventory.json'],
+                    f'{PACKAGE}.trainer.migrate': ['templates/*.tmpl']},
       cmdclass={'build_py': BuildPy},
       options={'build': {'build_base': BUILD_BASE},
                'egg_info': {'egg_base': BUILD_BASE}},

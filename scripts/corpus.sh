@@ -17,6 +17,8 @@
 # scripts/corpus_rounding.py (relative 1e-5, never on a 2.15 lane; printed
 # as such; CORPUS_STRICT=1: not re-judged). docs/corpus.md has the figures.
 # A group whose runs all passed has its work dir deleted (CORPUS_KEEP=1: kept).
+# With every case, scripts/corpus_migrate.py migrates each codebase with
+# trainer.migrate beside the groups (migrate/CASE lines; CORPUS_MIGRATE=0: not).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -40,6 +42,17 @@ for g in "${groups[@]}"; do
   bash "$shared/corpus/run.sh" $g >"$out" 2>&1 &
   pids+=($!)
 done
+# trainer.migrate on every codebase (scripts/corpus_migrate.py, modern lane),
+# beside the run.sh groups when the whole corpus runs (CORPUS_MIGRATE=0: not);
+# its reports go to CORPUS_REPORTS (default: a temp dir, named at the end).
+migrate_out=""
+if [[ $# -eq 0 && "${CORPUS_MIGRATE:-1}" != 0 ]]; then
+  migrate_out="$(mktemp)"
+  reports="${CORPUS_REPORTS:-$(mktemp -d "${TMPDIR:-/tmp}/corpus_migrate_reports.XXXXXX")}"
+  SHARED_DIR="$shared" .venv/modern/bin/python scripts/corpus_migrate.py \
+      --reports="$reports" >"$migrate_out" 2>&1 &
+  migrate_pid=$!
+fi
 status=0; passed=0; failed=0
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}"
@@ -66,5 +79,18 @@ for i in "${!pids[@]}"; do
   fi
   rm -f "${outs[$i]}"
 done
+if [[ -n "$migrate_out" ]]; then
+  wait "$migrate_pid"
+  grep -v '^corpus-migrate: [0-9]* passed' "$migrate_out"
+  line="$(grep -E '^corpus-migrate: [0-9]+ passed, [0-9]+ failed' "$migrate_out" | tail -n1)"
+  if [[ -z "$line" ]]; then
+    echo "corpus: corpus_migrate.py printed no summary"; status=1
+  else
+    read -r p f < <(sed -E 's/corpus-migrate: ([0-9]+) passed, ([0-9]+) failed/\1 \2/' <<<"$line")
+    passed=$((passed + p)); failed=$((failed + f))
+  fi
+  echo "corpus: trainer.migrate reports in $reports"
+  rm -f "$migrate_out"
+fi
 echo "corpus: $passed passed, $failed failed"
 [[ $status -eq 0 && $failed -eq 0 ]]

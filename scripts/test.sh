@@ -9,8 +9,9 @@
 #                                   # suite (tensorflow/estimator's own tests
 #                                   # through the facade, against the real
 #                                   # Estimator's recorded results), newest (TF 2.21:
-#                                   # the tests of the runners, the facade
-#                                   # and the main job, NEWEST_TESTS)
+#                                   # the tests of the runners, the facade,
+#                                   # the main job and trainer.migrate,
+#                                   # NEWEST_TESTS)
 #   scripts/test.sh legacy          # one lane; extra args go to pytest:
 #   scripts/test.sh legacy -k flags # (legacy: the same tests, pytest only)
 #   scripts/test.sh fast            # the fast tier: the in-process tests of
@@ -53,7 +54,8 @@ NEWEST_TESTS="${NEWEST_TESTS:-tests/main/main_test.py
   tests/launcher/launcher_test.py tests/launcher/programs_test.py
   tests/api/estimator_names_test.py tests/compat/tf_private_test.py
   tests/canned/wide_deep_test.py
-  tests/facade/inventory_test.py tests/facade/subclass_contract_test.py}"
+  tests/facade/inventory_test.py tests/facade/subclass_contract_test.py
+  tests/migrate/migrate_test.py}"
 
 passed=0; failed=0; status=0
 

@@ -45,6 +45,7 @@ _SHARD = int(os.environ.get('TEST_SHARD_INDEX', '0'))
 # time, never a result.
 _LONGEST_FIRST = (
     'tests/canned/canned_test.py', 'tests/migration_doc_test.py',
+    'tests/migrate/migrate_test.py',
     'tests/faults/restart_test.py', 'tests/cluster/between_graph_test.py',
     'tests/bench_smoke_test.py', 'tests/conformance/conformance_test.py',
     'tests/main/verify_migration_test.py', 'tests/cluster/faults_test.py',

@@ -35,6 +35,11 @@ def commands():
           if line.strip()]
 
 
+def needs_tf2(command):
+  """trainer.migrate and the program it writes: TF >= 2.16 only."""
+  return 'trainer.migrate' in command or not command.startswith('python -m ')
+
+
 def needs_estimator(command):
   return bool(re.search(r'--runners?=(estimator\b|\w+,estimator\b)',
                         command))
@@ -48,13 +53,16 @@ def runs_on_this_lane(command):
   """The legacy lane: all but the tf2-vs-native comparisons; the modern
   lane: all that do not need Estimator."""
   if testutil.HAS_ESTIMATOR:
-    return not compares_tf2_with_native(command)
+    return not compares_tf2_with_native(command) and not needs_tf2(command)
   return not needs_estimator(command)
 
 
 def test_doc_has_commands_for_each_step():
   found = commands()
-  assert all(c.startswith('python -m ') for c in found), found
+  # `python -m MODULE`, or a program trainer.migrate wrote under DOC_DIR.
+  assert all(c.startswith(('python -m ', f'python {DOC_DIR}/'))
+             for c in found), found
+  assert any('trainer.migrate' in c for c in found)
   assert any('--runner=tf2' in c and 'trainer.main' in c for c in found)
   assert any('--runner=estimator --mode=evaluate' in c for c in found)
   assert any('trainer.runners.native.convert' in c for c in found)
@@ -140,6 +148,12 @@ def _run_chain(tmp_path, chain):
       evaluations[runner] = _metrics(result.stdout)
     if 'trainer.runners.native.convert' in command:
       assert re.search(r'^converted: .*ckpt-200$', result.stdout, re.M)
+    if 'trainer.migrate' in command:
+      assert re.search(r'^EQUIVALENT \| ', result.stdout, re.M), (
+          result.stdout[-3000:])
+    if command.endswith('--eval_steps=2') and '/train.py' in command:
+      assert re.search(r'^train \| step: 20 \|', result.stdout, re.M)
+      assert re.search(r'^global_step: 20$', result.stdout, re.M)
     if 'trainer.verify_migration' in command:
       plot = re.search(r'--plot=(\S+)', command).group(1)
       verify_output.check_ok(
@@ -155,7 +169,8 @@ def test_every_command_runs(tmp_path, chain):
   ran, evaluations = _run_chain(tmp_path, chain)
   skipped = [c for c in chain if c not in ran]
   if testutil.HAS_ESTIMATOR:
-    assert all(compares_tf2_with_native(c) for c in skipped), skipped
+    assert all(compares_tf2_with_native(c) or needs_tf2(c)
+               for c in skipped), skipped
   else:
     assert all(needs_estimator(c) for c in skipped), skipped
   if not ran:

@@ -289,6 +289,7 @@ SCRIPT_FLAGS = {
     'tpu-trainer-verify-migration': ('--runners', 'trainer.verify_migration'),
     'tpu-trainer-memory': ('--num_slices', 'trainer.memory'),
     'tpu-trainer-convert': ('--checkpoint', 'trainer.runners.native.convert'),
+    'tpu-trainer-migrate': ('--output_dir', 'trainer.migrate'),
 }
 
 

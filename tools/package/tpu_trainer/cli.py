@@ -8,6 +8,7 @@ so its set-up before TensorFlow's first import happens first):
   tpu-trainer-verify-migration  -m tpu_trainer.trainer.verify_migration
   tpu-trainer-memory            -m tpu_trainer.trainer.memory
   tpu-trainer-convert           -m tpu_trainer.trainer.runners.native.convert
+  tpu-trainer-migrate           -m tpu_trainer.trainer.migrate
 
 The trainer, verify_migration, the memory report and the converter also take
 a packaged flagfile by its repository path from any directory
@@ -88,3 +89,7 @@ def memory():
 
 def convert():
   _run('trainer.runners.native.convert')
+
+
+def migrate():
+  _run('trainer.migrate')
