@@ -71,14 +71,24 @@ def _cause(error):
   return None
 
 
+def refused_write(error):
+  """(errno, what the OS says) of an error of a write the storage refused
+  (space, quota, read-only, permission), else None."""
+  return _cause(error)
+
+
+def refused_path(error, default=None):
+  """The file or directory a refused write's error names, else default."""
+  if isinstance(error, OSError) and error.filename:
+    return os.fspath(error.filename)
+  match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
+  return match.group(1) if match else default
+
+
 def _where(error, model_dir):
   """What was being written: 'saving checkpoint NAME', or the file or
   directory the refused write named (else model_dir)."""
-  if isinstance(error, OSError) and error.filename:
-    path = os.fspath(error.filename)
-  else:
-    match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
-    path = match.group(1) if match else model_dir
+  path = refused_path(error, model_dir)
   saving = (re.search(r'([^/]+)_temp/', path) or
             re.search(r'([^/]+-\d+)\.(?:index|data-\d{5}-of-\d{5})', path))
   return f'saving checkpoint {saving.group(1)}' if saving else (

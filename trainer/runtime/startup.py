@@ -7,11 +7,17 @@ library modules change nothing when imported.
     TF_USE_LEGACY_KERAS=1 (unless set), so tf.keras and tf.compat.v1.layers
     are tf-keras, as legacy model_fns need (Keras 3 has no
     tf.compat.v1.layers). TensorFlow reads it once, at its first import.
-  * Quiet logs, unless the command line sets --verbosity (or -v): TF's C++
-    logs at errors only (TF_CPP_MIN_LOG_LEVEL=2, unless set) and, once
-    TF's Python logger at warnings without deprecation notices
-    (`quiet_tensorflow_logger()` again after anything that resets it). What a user reads stays: the entry point's own
-    lines (start-up summary, one progress line per loop, results, warnings).
+  * Quiet logs, unless the command line sets --verbosity (or -v): no
+    C++ logs of TensorFlow but fatal ones (TF_CPP_MIN_LOG_LEVEL=3, unless
+    set: at 2 a CPU machine still opens with `failed call to cuInit`; what
+    TF's C++ reports as an error reaches Python as the exception, and the
+    entry point prints that), library warnings off and, once TF's Python
+    logger at warnings without deprecation notices
+    (`quiet_tensorflow_logger()` again after anything that resets it).
+    What a user reads stays: the entry point's own lines (start-up
+    summary, one progress line per loop, results, warnings, the error).
+    `prepare_program(argv)` is the launcher's: the same C++ quiet and only
+    the libraries' warnings off; the program's own logging stays its own.
   * `missing_keras()`: what to install when TF >= 2.16 lacks tf-keras,
     said in one line before an import fails deep inside the project.
 """
@@ -33,6 +39,15 @@ def _tensorflow_version():
     except (importlib.metadata.PackageNotFoundError, ValueError):
       continue
   return None
+
+
+def has_real_estimator():
+  """Whether this TensorFlow ships the real Estimator (<= 2.15 with
+  tensorflow_estimator installed), from package metadata only: before
+  TensorFlow is imported and without importing it."""
+  version = _tensorflow_version()
+  return bool(version and version < (2, 16) and
+              importlib.util.find_spec('tensorflow_estimator') is not None)
 
 
 def select_keras():
@@ -115,11 +130,32 @@ def prepare(argv, quiet=True):
   select_keras()
   _quiet[:] = [quiet and not wants_verbose(argv)]
   if _quiet[0]:
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', QUIET_CPP_LOG_LEVEL)
     for category in (DeprecationWarning, FutureWarning):
       warnings.filterwarnings('ignore', category=category)
     quiet_tensorflow_logger()  # Its import-time notices too.
   return _quiet[0]
+
+
+QUIET_CPP_LOG_LEVEL = '3'
+# Libraries whose import-time notices (google.api_core's Python-version
+# FutureWarning, TF's and Keras' deprecations) precede a program's output.
+_LIBRARY_WARNINGS = r'(google|tensorflow|tf_keras|keras|absl|numpy|h5py)\b'
+
+
+def prepare_program(argv):
+  """The launcher's prepare(): Keras 2, TensorFlow's C++ logs quiet and
+  the libraries' Python warnings off unless `argv` (the program's command
+  line) asks for verbosity; the program's own warnings and logging are
+  left as they are. Call before TensorFlow's first import."""
+  select_keras()
+  if wants_verbose(argv):
+    return False
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', QUIET_CPP_LOG_LEVEL)
+  for category in (DeprecationWarning, FutureWarning):
+    warnings.filterwarnings('ignore', category=category,
+                            module=_LIBRARY_WARNINGS)
+  return True
 
 
 class _DropDeprecations(logging.Filter):
