@@ -25,6 +25,7 @@ if __name__ == '__main__':  # Before TensorFlow's first import.
     sys.exit(f'error: {startup.missing_keras()}')
 
 import logging as logging_lib
+import os
 import signal
 import tempfile
 
@@ -80,7 +81,8 @@ def main(argv):
 
 def _start(argv):
   """What needs no TensorFlow: the config, TF_CONFIG, the model_dir and,
-  for a training chief, its lock (held until the process ends)."""
+  for a training chief, the lock of an existing model_dir (held until the
+  process ends; a new one is locked when training creates it)."""
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   try:
@@ -92,7 +94,8 @@ def _start(argv):
     config = params_lib.with_model_dir(config,
                                        tempfile.mkdtemp(prefix='trainer-'))
     logging.info('No --model_dir: using new directory %s', config.model_dir)
-  if modes.trains(config.mode) and tf_config.is_chief_task():
+  if (modes.trains(config.mode) and tf_config.is_chief_task() and
+      os.path.isdir(config.model_dir)):  # A new one: nobody else uses it.
     lock.hold(config.model_dir)  # A second job is refused in seconds.
   return config
 

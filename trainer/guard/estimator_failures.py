@@ -50,6 +50,15 @@ def _label_range(error, where):
   head = _in_chain(error, r'Labels must be (<= n_classes - 1|>= 0)')
   sparse = _in_chain(error, r'Received a label value of (-?\d+) which is '
                      r'outside the valid range of \[0, (\d+)\)')
+  checked = _in_chain(error, r'labels must be class ids 0\.\.(-?\d+) '
+                      r'\(--num_classes=(\d+)\)')
+  if checked:  # model_fn/losses.py's check of the built-in models.
+    seen = re.search(r'\[x \([^)]*\) = \] \[([^\]]*)\]',
+                     parts.message(error))
+    shown = f'; labels seen: {seen.group(1)}' if seen else ''
+    return (f'a label is outside 0..{checked.group(1)} (--num_classes='
+            f'{checked.group(2)}{shown}): set --num_classes to the number of '
+            'classes in the data, or fix the labels of the input.')
   if head:
     bound = re.search(r'\[y \([^)]*\) = \] \[(-?\d+)\]',
                       parts.message(error))

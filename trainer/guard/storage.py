@@ -122,11 +122,22 @@ def unreachable(error, model_dir):
       'use a local model_dir.')
 
 
+def _outside(path, model_dir):
+  """Whether local `path` lies outside model_dir (an export directory)."""
+  if not path or '://' in path or '://' in model_dir:
+    return False
+  inside = os.path.realpath(model_dir) + os.sep
+  return not (os.path.realpath(path) + os.sep).startswith(inside)
+
+
 def write_failure(error, model_dir):
   """StorageError for an error of a write the storage refused (space,
-  quota, read-only, permission); None for any other error."""
+  quota, read-only, permission) in model_dir; None for any other error,
+  and for a refused write outside model_dir (an export directory:
+  trainer/runtime/failures.py names it)."""
   cause = _cause(error)
-  if cause is None or model_dir is None:
+  if cause is None or model_dir is None or _outside(
+      refused_path(error), model_dir):
     return None
   number, text = cause
   where = _where(error, model_dir)

@@ -6,9 +6,7 @@ RunConfig refuses these), and a task's server that cannot start (its port
 taken by another process).
 """
 
-import errno
 import re
-import socket
 
 from trainer.guard import failure_parts as parts
 from trainer.runtime import tf_config
@@ -29,35 +27,12 @@ def _tf_config(error, where):
   return tf_config.problem(needs_chief=True)
 
 
-def _port_taken(host, port):
-  """Whether binding host:port fails because it is in use (None: cannot
-  tell)."""
-  try:
-    with socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET) as s:
-      s.bind((host.strip('[]'), port))
-    return False
-  except OSError as e:
-    return True if e.errno == errno.EADDRINUSE else None
-
-
 def _server_start(error, where):
   del where
-  if not re.search(r'Could not start gRPC server',
-                   parts.message(error)):
+  if not re.search(r'Could not start gRPC server', parts.message(error)):
     return None
   found = tf_config.task_address()
-  if found is None:
-    return None
-  task, address = found
-  host, _, port = address.rpartition(':')
-  taken = _port_taken(host, int(port)) if port.isdigit() else None
-  why = ('its port is in use by another process' if taken else
-         'the address cannot be bound here (is it this host\'s?)'
-         if taken is not None else 'the port is taken or the address is not '
-         'this host\'s')
-  return (f'TF_CONFIG task {task} could not start its TensorFlow server at '
-          f'{address}: {why}. Stop that process, or give the task a free '
-          'port of this host in TF_CONFIG "cluster".')
+  return tf_config.server_start_problem(*found) if found else None
 
 
 ENTRIES = (

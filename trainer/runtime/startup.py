@@ -118,6 +118,23 @@ def print_help(argv, default_name, doc, flag_values):
   return 0
 
 
+def parse_flags_first(argv, default_name, doc, flag_values):
+  """An entry point's command line, parsed before it imports TensorFlow
+  (its flags defined on `flag_values`, the global FLAGS): --help is
+  answered (exit 0, print_help) and a flag error as absl's app.run says it
+  (exit 1); --helpfull imports TensorFlow first, to list its flags too.
+  Returns app.run's `flags_parser`, which hands it the parse's remaining
+  arguments (absl's own flags, --flagfile and validators as app.run's)."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+  if '--helpfull' in argv[1:]:
+    importlib.import_module('tensorflow')
+  app.define_help_flags()
+  if wants_help(argv):
+    raise SystemExit(print_help(argv, default_name, doc, flag_values))
+  remaining = app.parse_flags_with_usage(argv)
+  return lambda unused_argv: remaining
+
+
 def wants_verbose(argv):
   """Whether the command line asks for absl's verbosity (--verbosity, -v)."""
   return any(a == '-v' or a.startswith(('--verbosity', '-v=', '--v='))

@@ -9,8 +9,10 @@ model_dir lock before that import (the functions that build TensorFlow
 objects import it).
 """
 
+import errno
 import json
 import os
+import socket
 
 from absl import logging
 
@@ -95,6 +97,36 @@ def check(tf_config=None):
   found = problem(tf_config)
   if found:
     raise TfConfigError(found)
+
+
+def _port_in_use(host, port):
+  """Whether binding host:port fails for being in use (None: cannot
+  tell)."""
+  try:
+    family = socket.AF_INET6 if ':' in host.strip('[]') else socket.AF_INET
+    with socket.socket(family) as probe:
+      probe.bind((host.strip('[]'), port))
+    return False
+  except OSError as e:
+    return True if e.errno == errno.EADDRINUSE else None
+
+
+def server_start_problem(task, address):
+  """Why TF_CONFIG task `task` (TYPE:INDEX) could not start its TensorFlow
+  server at host:port `address` (TensorFlow says only `Could not start
+  gRPC server`), and the fix: the port probed once more."""
+  host, _, port = address.rpartition(':')
+  in_use = _port_in_use(host, int(port)) if port.isdigit() else None
+  why = {True: 'its port is in use by another process',
+         False: 'the address cannot be served here (is it this host\'s?)',
+         None: 'its port is in use, or the address is not this host\'s'}
+  return (f'TF_CONFIG task {task} could not start its TensorFlow server at '
+          f'{address}: {why[in_use]}. Stop that process, or give the task a '
+          'free port of this host in TF_CONFIG "cluster".')
+
+
+class ServerStartError(errors.TrainerError, RuntimeError):
+  """A task's server could not start (server_start_problem says why)."""
 
 
 def task_address(tf_config=None):
