@@ -4,8 +4,10 @@ DNNLinearCombinedClassifier: the wide part on a vocabulary-file column and
 a bucketized column, the deep part on an embedding of the vocabulary column
 and two numeric ones; a CSV file read with TextLineDataset; then
 tf.estimator.train_and_evaluate with a LatestExporter (--mode=
-train_and_evaluate) or export_saved_model into --export_dir (--mode=
-export). --fault=NAME breaks one thing as users break it:
+train_and_evaluate), or training then export_saved_model into --export_dir
+(--mode=train_then_export), or an export of the latest checkpoint alone
+(--mode=export); --replicas=N trains with a MirroredStrategy (the facade's
+tf2 runner). --fault=NAME breaks one thing as users break it:
 
   missing_feature  the input_fn leaves out feature x2, which a column reads
   label_beyond     labels 1 and 2 for n_classes=2
@@ -24,7 +26,10 @@ flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries, exports.')
 flags.DEFINE_string('data_file', None, 'CSV of x1,x2,color,label rows.')
 flags.DEFINE_string('vocabulary_file', None, 'The colors, one a line.')
 flags.DEFINE_enum('mode', 'train_and_evaluate',
-                  ['train_and_evaluate', 'export'], 'What to do.')
+                  ['train_and_evaluate', 'train_then_export', 'export'],
+                  'What to do.')
+flags.DEFINE_integer('replicas', 1, 'RunConfig.train_distribute: a '
+                     'MirroredStrategy over this many logical CPU devices.')
 flags.DEFINE_string('export_dir', None, '--mode=export: where to export.')
 flags.DEFINE_integer('max_steps', 4, 'TrainSpec.max_steps.')
 flags.DEFINE_enum('fault', 'none', ['none', 'missing_feature',
@@ -32,22 +37,7 @@ flags.DEFINE_enum('fault', 'none', ['none', 'missing_feature',
                                     'own_error'],
                   'What to break (see the docstring).')
 
-COLORS = ('red', 'green', 'blue')
-
-
-def write_data(directory, rows=32, nan_from=None):
-  """data.csv and colors.txt in directory; (data file, vocabulary file).
-  nan_from: x1 is nan in the rows from this one on."""
-  data = os.path.join(directory, 'data.csv')
-  vocabulary = os.path.join(directory, 'colors.txt')
-  with open(data, 'w') as f:
-    for i in range(rows):
-      x1, x2 = (i % 7) / 7.0, (i % 5) / 5.0
-      shown = 'nan' if nan_from is not None and i >= nan_from else x1
-      f.write(f'{shown},{x2},{COLORS[i % 3]},{int(x1 + x2 > 0.8)}\n')
-  with open(vocabulary, 'w') as f:
-    f.write('\n'.join(COLORS) + '\n')
-  return data, vocabulary
+COLORS = ('red', 'green', 'blue')  # The vocabulary file's (faultutil).
 
 
 def columns():
@@ -87,6 +77,16 @@ def serving_input_receiver_fn():
       tf.feature_column.make_parse_example_spec(wide + deep))()
 
 
+def _strategy():
+  if FLAGS.replicas == 1:
+    return None
+  cpu, = tf.config.list_physical_devices('CPU')
+  tf.config.set_logical_device_configuration(
+      cpu, [tf.config.LogicalDeviceConfiguration()] * FLAGS.replicas)
+  return tf.distribute.MirroredStrategy(
+      [f'/cpu:{i}' for i in range(FLAGS.replicas)])
+
+
 def main(argv):
   del argv
   wide, deep = columns()
@@ -94,8 +94,11 @@ def main(argv):
       model_dir=FLAGS.model_dir, linear_feature_columns=wide,
       dnn_feature_columns=deep, dnn_hidden_units=[4],
       config=tf.estimator.RunConfig(tf_random_seed=1,
-                                    save_checkpoints_steps=2))
-  if FLAGS.mode == 'export':
+                                    save_checkpoints_steps=2,
+                                    train_distribute=_strategy()))
+  if FLAGS.mode == 'train_then_export':
+    estimator.train(input_fn(True), max_steps=FLAGS.max_steps)
+  if FLAGS.mode in ('export', 'train_then_export'):
     path = estimator.export_saved_model(FLAGS.export_dir,
                                         serving_input_receiver_fn)
     print(f'exported {path.decode()}')

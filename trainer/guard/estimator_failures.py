@@ -122,11 +122,11 @@ def _missing_file(error, where):
           'the program the path of an existing file.')
 
 
-def _nan_kept(error):
-  """What the model_dir keeps after a NaN stopped training at the noted
-  step: the checkpoints Estimator saved after that step holding NaN, the
-  newest one from before it."""
-  model_dir, step = parts.noted(error, 'model_dir'), parts.noted(error, 'step')
+def _nan_kept(error, step):
+  """What the model_dir keeps after a NaN stopped training at `step`: the
+  checkpoints Estimator saved after that step holding NaN, the newest one
+  from before it."""
+  model_dir = parts.noted(error, 'model_dir')
   if not model_dir or step is None or not parts.tensorflow_loaded():
     return ''
   from trainer.guard import nonfinite  # pylint: disable=g-import-not-at-top
@@ -152,12 +152,15 @@ def _nan_loss(error, where):
       return None
     what = f'NaN in {found.group(1)} (its summary histogram)'
   step = parts.noted(error, 'step')
+  said = _in_chain(error, r'(?:Loss is \S+|became NaN or Inf) at step (\d+)')
+  if said:  # The facade's tf2 runner found it (guard/nonfinite.py).
+    step = int(said.group(1))
   fix = ('Lower --learning_rate, add --warmup_steps or check the input.'
          if where.entry == 'main' else
          'Check the input_fn\'s features and labels for NaN or Inf, or lower '
          'the learning rate.')
   return (f'{what}{f" at step {step}" if step is not None else ""}: training '
-          f'stopped. {fix}{_nan_kept(error)}')
+          f'stopped. {fix}{_nan_kept(error, step)}')
 
 
 def _refused_write(error, where):
@@ -207,8 +210,8 @@ def _checkpoint_restore(error, where):
             f'{parts.node(error)}): another model wrote it. To train this '
             f'model, {anew}.')
   return (f'checkpoint {path} cannot be read ({broken.group(1).strip()}): '
-          'move its files (.index, .data-*) out of the model_dir to resume '
-          'from the checkpoint before it, or restore them from a copy.')
+          'restore its files (.index, .data-*) from a copy, or move them out '
+          'of the model_dir (the checkpoint before it is then the latest).')
 
 
 ENTRIES = (

@@ -64,11 +64,10 @@ class Report:
 
 
 def _trainer_error(error, where):
+  """The project's own errors say what to do (an error raised from one,
+  as the facade's NanLossDuringTrainingError, is the API's: its entry's)."""
   del where
-  for link in failure_parts.chain(error):
-    if isinstance(link, errors.TrainerError):
-      return str(link)
-  return None
+  return str(error) if isinstance(error, errors.TrainerError) else None
 
 
 def _launcher_check(error, where):

@@ -17,7 +17,10 @@ library modules change nothing when imported.
     What a user reads stays: the entry point's own lines (start-up
     summary, one progress line per loop, results, warnings, the error).
     `prepare_program(argv)` is the launcher's: the same C++ quiet and only
-    the libraries' warnings off; the program's own logging stays its own.
+    the libraries' warnings off; the program's own logging stays its own,
+    but for the traceback TensorFlow's Coordinator logs with a failure it
+    then re-raises (`Error reported to Coordinator`, under a strategy):
+    the message stays, the traceback goes with the launcher's report.
   * `missing_keras()`: what to install when TF >= 2.16 lacks tf-keras,
     said in one line before an import fails deep inside the project.
 """
@@ -172,7 +175,23 @@ def prepare_program(argv):
   for category in (DeprecationWarning, FutureWarning):
     warnings.filterwarnings('ignore', category=category,
                             module=_LIBRARY_WARNINGS)
+  logger = logging.getLogger('tensorflow')
+  if not any(isinstance(f, _CoordinatorTracebacks) for f in logger.filters):
+    logger.addFilter(_CoordinatorTracebacks())
   return True
+
+
+class _CoordinatorTracebacks(logging.Filter):
+  """Keeps TensorFlow's `Error reported to Coordinator: ...` line but not
+  the traceback it logs with it: the failure is re-raised, and reported
+  (first) by the entry point, traceback included when it helps."""
+
+  def filter(self, record):
+    if record.exc_info and record.getMessage().startswith(
+        'Error reported to Coordinator'):
+      record.exc_info = None
+      record.exc_text = None
+    return True
 
 
 class _DropDeprecations(logging.Filter):
