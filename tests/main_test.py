@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 
 from input_fn import tfrecord
-from tests import readme_test
 from tests import testutil
 
 
@@ -30,7 +29,7 @@ def test_default_main_job_reaches_the_readmes_accuracy(default_job):
   result, _ = default_job
   assert result.returncode == 0, result.stderr[-3000:]
   metrics = _metrics(result.stdout)
-  low, high = readme_test.stated_accuracy_range()
+  low, high = testutil.stated_accuracy_range()
   assert low <= float(metrics['top_1_accuracy']) <= high, result.stdout
   assert int(metrics['global_step']) == 3000
   assert re.search(r'train \| step: \d+ \| steps/sec: [\d.]+ \| '

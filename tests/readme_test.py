@@ -42,21 +42,9 @@ def test_readme_commands_are_what_ci_runs():
   assert TEST_COMMAND in ci
 
 
-# The README's statement of the main job's accuracy, the range a fresh
-# machine reproduces (tests/main_test.py checks the default job against it).
-ACCURACY_RANGE = re.compile(
-    r'Top-1 accuracy: between (0\.\d+) and (0\.\d+) on any machine and seed')
-
-
-def stated_accuracy_range():
-  """(low, high) of the README's main-job accuracy statement."""
-  found = ACCURACY_RANGE.search(_read('README.md').replace('\n', ' '))
-  assert found, 'README.md states no accuracy range for the main job'
-  return float(found.group(1)), float(found.group(2))
-
 
 def test_readme_states_the_accuracy_spread_it_measured():
-  low, high = stated_accuracy_range()
+  low, high = testutil.stated_accuracy_range()
   assert 0.9 < low < high < 1.0
   measured = re.search(r'\((0\.\d+)–(0\.\d+)\s+measured',
                        _read('README.md').replace('\n', ' '))

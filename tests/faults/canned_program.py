@@ -4,8 +4,8 @@ DNNLinearCombinedClassifier: the wide part on a vocabulary-file column and
 a bucketized column, the deep part on an embedding of the vocabulary column
 and two numeric ones; a CSV file read with TextLineDataset; then
 tf.estimator.train_and_evaluate with a LatestExporter (--mode=
-train_and_evaluate), or training then export_saved_model into --export_dir
-(--mode=train_then_export), or an export of the latest checkpoint alone
+train_and_evaluate), or training alone (--mode=train), or
+export_saved_model of the latest checkpoint into --export_dir
 (--mode=export); --replicas=N trains with a MirroredStrategy (the facade's
 tf2 runner). --fault=NAME breaks one thing as users break it:
 
@@ -26,8 +26,7 @@ flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries, exports.')
 flags.DEFINE_string('data_file', None, 'CSV of x1,x2,color,label rows.')
 flags.DEFINE_string('vocabulary_file', None, 'The colors, one a line.')
 flags.DEFINE_enum('mode', 'train_and_evaluate',
-                  ['train_and_evaluate', 'train_then_export', 'export'],
-                  'What to do.')
+                  ['train_and_evaluate', 'train', 'export'], 'What to do.')
 flags.DEFINE_integer('replicas', 1, 'RunConfig.train_distribute: a '
                      'MirroredStrategy over this many logical CPU devices.')
 flags.DEFINE_string('export_dir', None, '--mode=export: where to export.')
@@ -96,9 +95,10 @@ def main(argv):
       config=tf.estimator.RunConfig(tf_random_seed=1,
                                     save_checkpoints_steps=2,
                                     train_distribute=_strategy()))
-  if FLAGS.mode == 'train_then_export':
+  if FLAGS.mode == 'train':
     estimator.train(input_fn(True), max_steps=FLAGS.max_steps)
-  if FLAGS.mode in ('export', 'train_then_export'):
+    return
+  if FLAGS.mode == 'export':
     path = estimator.export_saved_model(FLAGS.export_dir,
                                         serving_input_receiver_fn)
     print(f'exported {path.decode()}')

@@ -26,8 +26,8 @@ CASES = [
          'another --model_dir.',
          ['faults/jobs_test.py::test_a_second_job_on_one_model_dir_is_refused',
           'faults/guard_test.py::test_a_second_chief_is_refused'],
-         'the second writes nothing and exits within seconds; the first trains'
-         ' on'),
+         'the second writes nothing and exits within seconds (trainer.main: '
+         'before importing TensorFlow); the first trains on'),
     Case('stale-lock', 'a stale lock (its holder SIGKILLed)', BOTH, '0',
          'model_dir {MODEL_DIR}: taking over the lock left by pid {PID} on '
          '{HOST} (started {TIME}), which is no longer running.',

@@ -188,7 +188,7 @@ def test_nan_in_the_features(tmp_path):
 def canned_model_dir(canned_data, tmp_path_factory):
   """A model_dir the canned program trained (4 steps); tests copy it."""
   model_dir = str(tmp_path_factory.mktemp('canned_trained') / 'model')
-  result, _ = faultutil.run(_canned(model_dir, canned_data))
+  result, _ = faultutil.run(_canned(model_dir, canned_data, '--mode=train'))
   assert result.returncode == 0, result.stderr[-3000:]
   return model_dir
 
