@@ -16,7 +16,6 @@ evaluate and train again on one model_dir). Object stores (gs://) have no
 such lock; there the trainer logs a warning and runs unlocked. A model_dir
 that cannot be written is a StorageError naming it. Importing this module
 does not import TensorFlow (trainer.main takes the lock before that).
-`locked()` inside a hold() of the same process holds nothing more.
 """
 
 import contextlib
@@ -170,14 +169,10 @@ def locked(model_dir, wait_secs=WAIT_SECS):
   """Holds the lock of `model_dir` (created if missing) inside the block.
 
   Raises ModelDirLockedError naming the holder if another process keeps it
-  for wait_secs; StorageError if model_dir cannot be written. Inside this
-  process's hold() of model_dir, the block runs under that hold.
+  for wait_secs; StorageError if model_dir cannot be written.
   """
   if not _is_local(model_dir):
     _unlocked_warning(model_dir)
-    yield
-    return
-  if held_here(model_dir):
     yield
     return
   handle = _acquire(model_dir, wait_secs)

@@ -71,7 +71,8 @@ def guarded(params, model_keys=()):
       return
     with contextlib.ExitStack() as stack:
       with storage.reporting_write_failures(model_dir, owner=False):
-        stack.enter_context(lock.locked(model_dir))
+        if not lock.held_here(model_dir):  # trainer.main's start held it.
+          stack.enter_context(lock.locked(model_dir))
       with storage.reporting_write_failures(model_dir, owner=True):
         fingerprint.check(params, training=True,
                           overwrite=params['overwrite_model_dir'],
