@@ -14,7 +14,10 @@ evaluate get the trainer's guarantees (trainer/guard/estimator_guard.py:
 one writer per model_dir, recovery of an interrupted save, a checkpoint
 and exit 143 / 130 on SIGTERM / SIGINT, one error line for a full or
 read-only model_dir) and its TFRecord files are checked for a cut inside a
-record; --cpu_fallback works on both.
+record; --cpu_fallback works on both. Whatever the program raises, the
+first line on stderr names the cause and the fix (trainer/runtime/
+failures.py; the program's own exceptions keep their traceback after it),
+exit 1; its own sys.exit(N) stays N.
 """
 
 import collections

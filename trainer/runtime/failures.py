@@ -21,6 +21,7 @@ Nothing here changes an exception; a report is only read from it.
 """
 
 import dataclasses
+import functools
 import os
 import site
 import sys
@@ -93,6 +94,7 @@ KNOWN = (
     cluster_failures.ENTRIES + estimator_failures.ENTRIES))
 
 
+@functools.lru_cache(maxsize=None)
 def _library_roots():
   """Where code that is not the user's lives: the standard library,
   site-packages, and this project's own packages."""

@@ -99,30 +99,39 @@ def check(tf_config=None):
     raise TfConfigError(found)
 
 
-def _port_in_use(host, port):
-  """Whether binding host:port fails for being in use (None: cannot
-  tell)."""
+def _bind_problem(host, port):
+  """Why host:port cannot be bound here: errno.EADDRINUSE (another process
+  holds it), errno.EADDRNOTAVAIL (not this host's address), or None (it
+  binds now, or the reason is another)."""
   try:
     family = socket.AF_INET6 if ':' in host.strip('[]') else socket.AF_INET
     with socket.socket(family) as probe:
       probe.bind((host.strip('[]'), port))
-    return False
   except OSError as e:
-    return True if e.errno == errno.EADDRINUSE else None
+    if e.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
+      return e.errno
+  return None
+
+
+_SERVER_PROBLEMS = {
+    errno.EADDRINUSE: ('its port is in use by another process', 'Stop that '
+                       'process, or give the task a free port of this host'),
+    errno.EADDRNOTAVAIL: ('the address is not one of this host\'s', 'Give '
+                          'the task an address of the host it runs on'),
+    None: ('its port is in use, or the address is not this host\'s', 'Give '
+           'the task a free port of this host'),
+}
 
 
 def server_start_problem(task, address):
   """Why TF_CONFIG task `task` (TYPE:INDEX) could not start its TensorFlow
   server at host:port `address` (TensorFlow says only `Could not start
-  gRPC server`), and the fix: the port probed once more."""
+  gRPC server`), and the fix: the address probed once more."""
   host, _, port = address.rpartition(':')
-  in_use = _port_in_use(host, int(port)) if port.isdigit() else None
-  why = {True: 'its port is in use by another process',
-         False: 'the address cannot be served here (is it this host\'s?)',
-         None: 'its port is in use, or the address is not this host\'s'}
+  why, fix = _SERVER_PROBLEMS[
+      _bind_problem(host, int(port)) if port.isdigit() else None]
   return (f'TF_CONFIG task {task} could not start its TensorFlow server at '
-          f'{address}: {why[in_use]}. Stop that process, or give the task a '
-          'free port of this host in TF_CONFIG "cluster".')
+          f'{address}: {why}. {fix} in TF_CONFIG "cluster".')
 
 
 class ServerStartError(errors.TrainerError, RuntimeError):
