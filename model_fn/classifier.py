@@ -108,6 +108,9 @@ def build_classifier_model_fn(network):
 
   def model_fn(features, labels, mode, params):
     images = _images(features)
+    if labels is not None and params.get('num_classes') and not params.get(
+        'use_tpu'):  # A label beyond --num_classes fails, naming the flag.
+      labels = losses.checked_labels(labels, params['num_classes'])
     if mode == ModeKeys.TRAIN:
       global_step = tf.compat.v1.train.get_or_create_global_step()
       learning_rate = optimization.learning_rate_schedule(global_step, params)

@@ -221,10 +221,44 @@ def venv(wheel, tmp_path_factory):
   return path
 
 
-def _run(venv, command, cwd, timeout=300):
+def _run(venv, command, cwd, timeout=300, env=None):
   return subprocess.run(
-      [str(venv / 'bin' / command[0])] + command[1:], cwd=cwd, env=_env(),
-      capture_output=True, text=True, timeout=timeout, check=False)
+      [str(venv / 'bin' / command[0])] + command[1:], cwd=cwd,
+      env=dict(_env(), **(env or {})), capture_output=True, text=True,
+      timeout=timeout, check=False)
+
+
+def _requirements(wheel):
+  """{extra ('' for a bare install): {distribution: specifier}} of the
+  wheel's METADATA."""
+  with zipfile.ZipFile(wheel) as z:
+    (name,) = [n for n in z.namelist() if n.endswith('.dist-info/METADATA')]
+    metadata = z.read(name).decode()
+  found = {}
+  for line in re.findall(r'^Requires-Dist: (.+)$', metadata, re.M):
+    requirement, _, marker = line.partition(';')
+    extra = re.search(r'extra == "(\w+)"', marker)
+    dist, specifier = re.match(r'([\w.-]+)\s*\(?([^)]*)\)?',
+                               requirement.strip()).groups()
+    found.setdefault(extra.group(1) if extra else '', {})[
+        dist.lower().replace('_', '-')] = ','.join(
+            sorted(s.strip() for s in specifier.split(',') if s.strip()))
+  return found
+
+
+def test_a_bare_install_brings_the_keras_2_of_its_tensorflow(wheel):
+  """Without an extra, pip resolves TensorFlow and tf-keras (whose release
+  pins TensorFlow's minor) in one range: the pair works (before: TF 2.21
+  without tf-keras, nothing ran). Each tfNNN extra pins both to TF 2.NN."""
+  requirements = _requirements(wheel)
+  bare = requirements['']
+  assert bare['tf-keras'] == bare['tensorflow'] == '<2.22,>=2.15', bare
+  extras = {e: r for e, r in requirements.items() if re.match(r'tf2\d+$', e)}
+  assert len(extras) == 7, sorted(extras)
+  for extra, pinned in extras.items():
+    minor = extra[3:]
+    assert pinned['tensorflow'].startswith(f'~=2.{minor}.'), (extra, pinned)
+    assert pinned['tf-keras'] == f'~=2.{minor}.0', (extra, pinned)
 
 
 def test_main_job_runs_from_outside_the_checkout(venv, tmp_path):
@@ -311,3 +345,31 @@ def test_console_script_help_lists_flags_under_its_name(venv, tmp_path,
   assert not re.search(rf'python -m {re.escape(module)}\b', usage), usage
   assert re.search(rf'^\s+{flag}\b', result.stdout, re.M), (
       result.stdout[-3000:])
+
+
+# Each console script -> a command line its flag parsing refuses, and the
+# exit status it refuses it with.
+BAD_FLAGS = {
+    'tpu-trainer': (['--train_batch_size=0'], 1),
+    'tpu-trainer-legacy': (['--no_such_launcher_flag'], 2),
+    'tpu-trainer-verify-migration': (['--steps=0'], 1),
+    'tpu-trainer-memory': (['--train_batch_size=0'], 1),
+    'tpu-trainer-convert': (['--checkpoint=x'], 1),  # --output missing.
+    'tpu-trainer-migrate': (['--compare_steps=0'], 1),
+}
+
+
+@pytest.mark.parametrize('script', sorted(SCRIPT_FLAGS))
+def test_help_and_flag_errors_come_before_tensorflow_is_imported(
+    venv, tmp_path, script):
+  """--help and a flag error never wait for TensorFlow's import (13-30 s
+  on a loaded machine, before): Python's own import log shows none."""
+  bad, status = BAD_FLAGS[script]
+  for args, expected in (['--help'], 0), (bad, status):
+    result = _run(venv, [script] + args, cwd=tmp_path,
+                  env={'PYTHONPROFILEIMPORTTIME': '1'})
+    assert result.returncode == expected, (args, result.stderr[-3000:])
+    imported = re.findall(r'^import time:.*\| +(\S+)$', result.stderr, re.M)
+    assert imported, 'no import log'  # The check itself works.
+    assert not [m for m in imported if m.split('.')[0] == 'tensorflow'], (
+        script, args)

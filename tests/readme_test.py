@@ -40,3 +40,13 @@ def test_readme_commands_are_what_ci_runs():
   ci = [line for line in _read('.ci', 'run').splitlines()
         if line and not line.startswith('#')]
   assert TEST_COMMAND in ci
+
+
+
+def test_readme_states_the_accuracy_spread_it_measured():
+  low, high = testutil.stated_accuracy_range()
+  assert 0.9 < low < high < 1.0
+  measured = re.search(r'\((0\.\d+)–(0\.\d+)\s+measured',
+                       _read('README.md').replace('\n', ' '))
+  assert measured, 'README.md gives no measured spread'
+  assert low <= float(measured.group(1)) <= float(measured.group(2)) <= high

@@ -57,6 +57,20 @@ def base_params(extra=None, **settings):
   return params
 
 
+# The README's statement of the main job's accuracy: the range a fresh
+# machine reproduces (main_test checks the default job against it).
+_ACCURACY_RANGE = re.compile(
+    r'Top-1 accuracy: between (0\.\d+) and (0\.\d+) on any machine and seed')
+
+
+def stated_accuracy_range():
+  """(low, high) of the README's main-job accuracy statement."""
+  with open(os.path.join(REPO_ROOT, 'README.md')) as f:
+    found = _ACCURACY_RANGE.search(f.read().replace('\n', ' '))
+  assert found, 'README.md states no accuracy range for the main job'
+  return float(found.group(1)), float(found.group(2))
+
+
 # A guard against hangs only, never a bound on speed: a trainer that has not
 # started within it is stuck, on however slow a machine.
 HANG_TIMEOUT = 900

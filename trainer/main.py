@@ -3,9 +3,16 @@
   python -m trainer.main                      # MLP on the embedded digits
   python -m trainer.main --tpu=$TPU_NAME --flagfile=configs/resnet50_imagenet.cfg
 
-Exit status: 0 done; 1 error, with a message saying what to fix; 143
+Exit status: 0 done; 1 error, its first line saying what is at fault and
+what to do (TRAINER_TRACEBACK=1 adds the traceback of a known failure; an
+exception raised in a user's model module keeps its traceback); 143
 preempted by SIGTERM, 130 interrupted by SIGINT (Ctrl-C), after writing a
 checkpoint when training (run it again to continue).
+
+Start-up before TensorFlow: --help, a flag error, a bad TF_CONFIG and a
+model_dir another trainer holds are answered before TensorFlow is
+imported (when no --model/--input names a module of the user's, which may
+import it); the model_dir lock of a training chief is taken then too.
 """
 
 import sys  # pylint: disable=g-bad-import-order
@@ -18,6 +25,7 @@ if __name__ == '__main__':  # Before TensorFlow's first import.
     sys.exit(f'error: {startup.missing_keras()}')
 
 import logging as logging_lib
+import os
 import signal
 import tempfile
 
@@ -26,19 +34,16 @@ from absl import flags
 from absl import logging
 
 import flags as trainer_flags
-from input_fn import corrupt_records
-from input_fn import record_framing
 from trainer import params as params_lib
 from trainer import user_flags
-from trainer.api import errors
-from trainer.facade import install as facade
-from trainer.guard import preemption
-from trainer.models import builtin
-from trainer.models import registry
+from trainer.guard import lock
 from trainer.runners import registry as runners
-from trainer.runtime import run_guard
+from trainer.runtime import failures
+from trainer.runtime import training_modes
+from trainer.runtime import tf_config
 
 FLAGS = flags.FLAGS
+# pylint: disable=g-import-not-at-top  (TensorFlow's modules: after start-up)
 
 
 def _log_once():
@@ -51,6 +56,7 @@ def _log_once():
 def resolve_input_fns(params):
   """{'train', 'eval', 'infer': input_fn} of --input, --eval_input and
   --predict_input (each defaulting to the one before)."""
+  from trainer.models import registry
   train = registry.resolve_input_fn(params['input'])
   evaluate = (registry.resolve_input_fn(params['eval_input'], 'eval_input')
               if params['eval_input'] else train)
@@ -67,17 +73,49 @@ def main(argv):
     print('interrupted (SIGINT) outside training: nothing was being '
           'trained; run the same command again.', file=sys.stderr)
     raise SystemExit(128 + signal.SIGINT) from None
+  except Exception as e:  # pylint: disable=broad-except
+    # One line naming the cause first (trainer/runtime/failures.py).
+    failures.print_report(e, failures.Where('main'), prefix='')
+    raise SystemExit(1) from None
+
+
+def _start(argv):
+  """What needs no TensorFlow: the config, TF_CONFIG, the model_dir and,
+  for a training chief, the lock of an existing model_dir (held until the
+  process ends; a new one is locked when training creates it)."""
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
+  try:
+    config = params_lib.config_from_flags(FLAGS)
+  except ValueError as e:  # A flag at fault: its name and value are said.
+    raise SystemExit(f'FATAL Flags parsing error: {e}') from e
+  tf_config.check()
+  if config.model_dir is None:
+    config = params_lib.with_model_dir(config,
+                                       tempfile.mkdtemp(prefix='trainer-'))
+    logging.info('No --model_dir: using new directory %s', config.model_dir)
+  if (training_modes.trains(config.mode) and tf_config.is_chief_task() and
+      os.path.isdir(config.model_dir)):  # A new one: nobody else uses it.
+    lock.hold(config.model_dir)  # A second job is refused in seconds.
+  return config
 
 
 def _main(argv):
+  config = _start(argv)
+  # TensorFlow from here on.
+  from input_fn import corrupt_records
+  from input_fn import record_framing
+  from trainer.facade import install as facade
+  from trainer.guard import preemption
+  from trainer.models import builtin
+  from trainer.models import registry
+  from trainer.runtime import run_guard
+  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   _log_once()
   startup.quiet_tensorflow_logger()
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   user_flags.log_shared()
+  params = config.as_params()
   try:
-    config = params_lib.config_from_flags(FLAGS)
-    params = config.as_params()
     # Imported before parsing (user_flags), resolved here, once.
     model_fn = registry.resolve_model_fn(params['model'])
     input_fns = resolve_input_fns(params)
@@ -89,11 +127,6 @@ def _main(argv):
     raise SystemExit(f'error: {e}') from e
   except ValueError as e:  # A flag at fault: its name and value are said.
     raise SystemExit(f'FATAL Flags parsing error: {e}') from e
-  if config.model_dir is None:
-    config = params_lib.with_model_dir(config,
-                                       tempfile.mkdtemp(prefix='trainer-'))
-    params = config.as_params()
-    logging.info('No --model_dir: using new directory %s', params['model_dir'])
   try:
     model_keys = builtin.fingerprint_keys(params['model'])
     with run_guard.guarded(params, model_keys):
@@ -104,15 +137,16 @@ def _main(argv):
     print(f'{"interrupted" if e.exit_status == 130 else "preempted"}: {e}',
           file=sys.stderr)
     raise SystemExit(e.exit_status) from e
-  except errors.TrainerError as e:  # Its message says what to do.
-    logging.error('%s', e)
-    raise SystemExit(f'error: {e}') from e
   for key, value in result.items():
     print(f'{key}: {value}')
 
 
 if __name__ == '__main__':
-  facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
+  # A user's model module may name tf.estimator; --helpfull lists
+  # TensorFlow's own flags: both after TensorFlow is imported.
+  if user_flags.names_modules(sys.argv) or '--helpfull' in sys.argv[1:]:
+    from trainer.facade import install as facade_install
+    facade_install.install()
   try:  # Model modules first: their own flags can then be set.
     user_flags.define_all(sys.argv, trainer_flags.define_flags)
     runners.add_flag_validator()

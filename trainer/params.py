@@ -99,9 +99,10 @@ def with_model_dir(config, model_dir):
 
 
 def default_runner():
-  """'estimator' where this TensorFlow has TPUEstimator, else 'tf2'."""
-  from trainer.api import estimator_names as estimator_compat  # pylint: disable=g-import-not-at-top
-  return 'estimator' if estimator_compat.has_estimator() else 'tf2'
+  """'estimator' where this TensorFlow has TPUEstimator, else 'tf2' (read
+  from package metadata: flags are checked before TensorFlow starts)."""
+  from trainer.runtime import startup  # pylint: disable=g-import-not-at-top
+  return 'estimator' if startup.has_real_estimator() else 'tf2'
 
 
 def _check_runner(params):

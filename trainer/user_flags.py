@@ -81,9 +81,18 @@ def module_specs(argv):
           if scratch[name].value]
 
 
+def names_modules(argv):
+  """Whether argv's module flags name a module of the user's
+  (module:function), which may import TensorFlow (built-in names do not)."""
+  return any(':' in spec for _, spec in module_specs(argv))
+
+
 def import_modules(argv):
   """Imports the modules that argv's module flags name, so that the flags
-  they define exist before parsing. Failures are left to the entry point."""
+  they define exist before parsing. Failures are left to the entry point.
+  Built-in names import nothing (no TensorFlow before parsing)."""
+  if not names_modules(argv):
+    return
   from input_fn import inputs  # pylint: disable=g-import-not-at-top
   builtins = {'model': builtin.MODELS, 'input': inputs.INPUT_FNS,
               'eval_input': inputs.INPUT_FNS,

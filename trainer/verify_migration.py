@@ -83,38 +83,14 @@ from trainer.runtime import startup
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
 
-import os
-import shutil
-import tempfile
-
 from absl import app
 from absl import flags
-import numpy as np
-import tensorflow as tf
 
-from trainer.api import errors
 import flags as trainer_flags
-from trainer import params as params_lib
 from trainer import user_flags
-from trainer.api import estimator_names as estimator_compat
-from trainer.facade import install as facade
-from trainer.models import registry
 from trainer.runners import registry as runners
-from trainer.runtime import strategy as strategy_lib
 
 FLAGS = flags.FLAGS
-FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
-GROWTH_PER_STEP = 8  # float32: eps of relative difference allowed per step.
-BFLOAT16_ROUNDOFF = 2.0 ** -8  # bfloat16 keeps 8 significant bits.
-NOT_COMPARABLE_STATUS = 2
-
-
-class NotComparableError(errors.TrainerError, ValueError):
-  """The two runners compute different math by construction."""
-
-
-def default_runners():
-  return 'estimator,tf2' if estimator_compat.has_estimator() else 'tf2,native'
 
 
 def define_flags(argv=None):
@@ -139,6 +115,45 @@ def define_flags(argv=None):
                      'Max |delta loss| allowed. Default: derived from the '
                      'precision, the steps and the loss scale (see the '
                      'module docstring).', lower_bound=0.0)
+
+
+if __name__ == '__main__':  # --help and flag errors before TensorFlow.
+  # Model modules the flags name may name tf.estimator (TF >= 2.16).
+  if user_flags.names_modules(sys.argv):
+    from trainer.facade import install as early_facade  # pylint: disable=g-import-not-at-top
+    early_facade.install()
+  define_flags()
+  _PARSED = startup.parse_flags_first(
+      sys.argv, 'python -m trainer.verify_migration', __doc__, FLAGS)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from trainer import params as params_lib
+from trainer.api import errors
+from trainer.api import estimator_names as estimator_compat
+from trainer.facade import install as facade
+from trainer.models import registry
+from trainer.runtime import strategy as strategy_lib
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
+GROWTH_PER_STEP = 8  # float32: eps of relative difference allowed per step.
+BFLOAT16_ROUNDOFF = 2.0 ** -8  # bfloat16 keeps 8 significant bits.
+NOT_COMPARABLE_STATUS = 2
+
+
+class NotComparableError(errors.TrainerError, ValueError):
+  """The two runners compute different math by construction."""
+
+
+def default_runners():
+  return 'estimator,tf2' if estimator_compat.has_estimator() else 'tf2,native'
 
 
 def relative_tolerance(precision, steps):
@@ -401,8 +416,4 @@ def main(argv):
 
 if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
-  define_flags()
-  if startup.wants_help(sys.argv):
-    sys.exit(startup.print_help(sys.argv, 'python -m trainer.verify_migration',
-                                __doc__, flags.FLAGS))
-  app.run(main)
+  app.run(main, flags_parser=_PARSED)

@@ -26,8 +26,8 @@ CASES = [
          'another --model_dir.',
          ['faults/jobs_test.py::test_a_second_job_on_one_model_dir_is_refused',
           'faults/guard_test.py::test_a_second_chief_is_refused'],
-         'the second writes nothing and exits within seconds; the first trains'
-         ' on'),
+         'the second writes nothing and exits within seconds (trainer.main: '
+         'before importing TensorFlow); the first trains on'),
     Case('stale-lock', 'a stale lock (its holder SIGKILLed)', BOTH, '0',
          'model_dir {MODEL_DIR}: taking over the lock left by pid {PID} on '
          '{HOST} (started {TIME}), which is no longer running.',
@@ -159,8 +159,10 @@ CASES = [
          'error: {WHAT} {FILE} is a symbolic link to {TARGET}, which does '
          'not exist: fix the link or remove it.',
          ['faults/misuse_test.py::'
-          'test_a_dangling_symlink_among_the_data_files'],
-         'nothing trained or written'),
+          'test_a_dangling_symlink_among_the_data_files',
+          'faults/estimator_api_test.py::test_a_dangling_csv_data_file'],
+         'nothing trained (a CSV file is read at the first step, after the '
+         'step-0 checkpoint, which loads)'),
     Case('dict-model-fn', 'a model_fn that returns a dict', BOTH, '1',
          'error: {WHICH} returned {WHAT}: return '
          'tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, ...) '
@@ -209,13 +211,126 @@ CASES = [
          'install "tf-keras~={VERSION}.0").',
          ['faults/misuse_test.py::test_the_tf_keras_extra_missing'],
          'nothing imported, trained or written'),
+    Case('missing-feature', "a feature column's key missing from the "
+         "input_fn's features (launcher: one replica, two on the facade)",
+         BOTH, '1',
+         'error: feature {KEY} is not among the features the {SOURCE} '
+         'returns (it has {KEYS}), but a feature column reads it: return a '
+         'feature named {KEY} from the {SOURCE}, or remove the column that '
+         'reads it.',
+         ['faults/estimator_api_test.py::'
+          'test_a_feature_column_whose_key_the_input_fn_lacks'],
+         'fails before the first step; no checkpoint written'),
+    Case('label-range', 'labels >= n_classes (a canned head)', ('launcher',),
+         '1',
+         'error: a label is outside 0..{MAX}, as n_classes={N} (the head '
+         'takes class ids): pass n_classes=<the number of classes> to the '
+         'Estimator, label_vocabulary=[...] for string labels, or fix the '
+         'labels the input_fn returns.',
+         ['faults/estimator_api_test.py::test_labels_beyond_the_classes'],
+         'fails at the first step; the checkpoint before it loads'),
+    Case('num-classes', 'labels >= --num_classes (the built-in models; '
+         'before: trained on all-zero targets, exit 0)', ('main',), '1',
+         'error: a label is outside 0..{MAX} (--num_classes={N}; labels '
+         'seen: {LABELS}): set --num_classes to the number of classes in '
+         'the data, or fix the labels of the input.',
+         ['faults/estimator_api_test.py::test_labels_beyond_the_classes'],
+         'fails at the first step; the checkpoint before it loads'),
+    Case('string-labels', 'string labels without `label_vocabulary`',
+         ('launcher',), '1',
+         'error: the labels are strings, but the head takes integer class '
+         'ids{NODE}: pass label_vocabulary=[the label strings, in class '
+         'order] to the Estimator, or return integer labels 0..n_classes-1 '
+         'from the input_fn.',
+         ['faults/estimator_api_test.py::'
+          'test_string_labels_without_a_label_vocabulary'],
+         'fails at the first step; the checkpoint before it loads'),
+    Case('missing-vocabulary', 'a vocabulary file that does not exist',
+         ('launcher',), '1',
+         'error: vocabulary file {FILE} does not exist (a lookup table is '
+         'built from it: categorical_column_with_vocabulary_file or a table '
+         'from a file): create it, or give the program the path of an '
+         'existing file.',
+         ['faults/estimator_api_test.py::'
+          'test_a_vocabulary_file_that_does_not_exist'],
+         'fails before the first step; no checkpoint written'),
+    Case('nan-features', 'NaN in the features (Estimator\'s NanTensorHook)',
+         ('launcher',), '1',
+         'error: Loss is nan at step {STEP}: training stopped. Check the '
+         'input_fn\'s features and labels for NaN or Inf, or lower the '
+         'learning rate. {KEPT}',
+         ['faults/estimator_api_test.py::test_nan_in_the_features'],
+         'names the checkpoints Estimator saved after the NaN step (they '
+         'hold NaN, as on TF 2.15) and the newest finite one, which loads'),
+    Case('export-read-only', '`export_saved_model` into a read-only '
+         'directory (trainer.main: --export_dir)', BOTH, '1',
+         'error: cannot write the export to {DIR}: {CAUSE}. Nothing was '
+         'exported, and the checkpoints in model_dir are unchanged. Give '
+         '{KNOB} a directory on a writable file system with room, then run '
+         'the same command again.',
+         ['faults/estimator_api_test.py::'
+          'test_an_export_into_a_read_only_directory'],
+         'every checkpoint loads; nothing exported'),
+    Case('unreadable-checkpoint', 'a checkpoint whose bytes do not read '
+         '(checksums), restored to export', BOTH, '1',
+         'error: checkpoint {CKPT} cannot be read ({DETAIL}): restore its '
+         'files (.index, .data-*) from a copy, or move them out of the '
+         'model_dir (the checkpoint before it is then the latest).',
+         ['faults/estimator_api_test.py::'
+          'test_a_checkpoint_that_does_not_read'],
+         'nothing exported; the other checkpoints load'),
+    Case('own-exception', 'the program\'s own exception (its input_fn '
+         'raises; trainer.main: a --model module\'s model_fn)', BOTH, '1',
+         'error: {TYPE} raised at {FILE}:{LINE} in {FUNCTION}: {MESSAGE}',
+         ['faults/estimator_api_test.py::'
+          'test_the_programs_own_exception_keeps_its_traceback'],
+         'then its traceback (the launcher\'s: from the program\'s first '
+         'frame); no checkpoint written'),
+    Case('tf-config-json', '`TF_CONFIG` not JSON', BOTH, '1',
+         'error: TF_CONFIG is not valid JSON ({DETAIL}): set it to a JSON '
+         'object such as {EXAMPLE}, or unset it to train on this machine '
+         'alone.',
+         ['faults/cluster_config_test.py::test_tf_config_that_is_not_json'],
+         'nothing trained or written (trainer.main: before TensorFlow is '
+         'imported)'),
+    Case('tf-config-task', 'a `TF_CONFIG` task index beyond its job', BOTH,
+         '1',
+         'error: TF_CONFIG task {TASK} is not in its cluster: job "{JOB}" '
+         'has {N} task(s), indices 0..{LAST}: set "task": {"index": ...} to '
+         'one of them, or add this task\'s address to "cluster": {"{JOB}": '
+         '[...]}.',
+         ['faults/cluster_config_test.py::test_a_task_index_beyond_its_job'],
+         'nothing trained or written (trainer.main: before TensorFlow is '
+         'imported)'),
+    Case('tf-config-chief', 'a `TF_CONFIG` cluster without a chief',
+         ('launcher',), '1',
+         'error: TF_CONFIG\'s cluster has no "chief" task ({JOBS}); '
+         'Estimator needs exactly one: list the address of the task that '
+         'leads (worker 0 of a cluster without one) as "chief": '
+         '["host:port"] and number the remaining workers from 0.',
+         ['faults/cluster_config_test.py::test_a_cluster_without_its_chief'],
+         'nothing trained or written'),
+    Case('port-in-use', 'a `TF_CONFIG` port in use by another process '
+         '(launcher: chief and ps of a ps cluster; trainer.main: worker 0 '
+         'of two)', BOTH, '1',
+         'error: TF_CONFIG task {TASK} could not start its TensorFlow server '
+         'at {ADDRESS}: its port is in use by another process. Stop that '
+         'process, or give the task a free port of this host in TF_CONFIG '
+         '"cluster".',
+         ['faults/cluster_config_test.py::'
+          'test_a_port_taken_by_another_process'],
+         'nothing trained or written'),
     Case('help', '`--help` of each console script (tpu-trainer, '
          'tpu-trainer-legacy, -verify-migration, -memory, -convert)', BOTH,
          '0',
          'usage: {SCRIPT} [--flag=value ...] ... then its flags',
          ['package_test.py::'
-          'test_console_script_help_lists_flags_under_its_name'],
-         "exits 0 in seconds listing the flags under the script's own name"),
+          'test_console_script_help_lists_flags_under_its_name',
+          'package_test.py::'
+          'test_help_and_flag_errors_come_before_tensorflow_is_imported'],
+         "exits 0 in seconds listing the flags under the script's own name; "
+         'it and a flag error (exit 1, launcher 2) before TensorFlow is '
+         'imported'),
 ]
 BY_KEY = {case.key: case for case in CASES}
 

@@ -18,6 +18,9 @@ import tensorflow as tf
 from tests import testutil
 
 PROGRAM = os.path.join(testutil.REPO_ROOT, 'tests', 'faults', 'program.py')
+CANNED_PROGRAM = os.path.join(testutil.REPO_ROOT, 'tests', 'faults',
+                              'canned_program.py')
+COLORS = ('red', 'green', 'blue')
 # The fixture's training split is exactly one batch: every step trains on
 # the same examples, so an interrupted and resumed run ends where an
 # uninterrupted one does.
@@ -40,16 +43,41 @@ def make_data(data_dir):
   return data_dir
 
 
+def make_canned_data(directory, rows=32, nan_from=None):
+  """canned_program.py's input in `directory`: data.csv (x1,x2,color,label
+  rows; x1 is nan from row `nan_from` on) and colors.txt, its vocabulary
+  file; returns (data file, vocabulary file)."""
+  os.makedirs(directory, exist_ok=True)
+  data = os.path.join(directory, 'data.csv')
+  vocabulary = os.path.join(directory, 'colors.txt')
+  with open(data, 'w') as f:
+    for i in range(rows):
+      x1, x2 = (i % 7) / 7.0, (i % 5) / 5.0
+      shown = 'nan' if nan_from is not None and i >= nan_from else x1
+      f.write(f'{shown},{x2},{COLORS[i % 3]},{int(x1 + x2 > 0.8)}\n')
+  with open(vocabulary, 'w') as f:
+    f.write('\n'.join(COLORS) + '\n')
+  return data, vocabulary
+
+
 def _env(extra=None):
+  """The environment of a run: TF's C++ logs at errors (a test of what a
+  user reads at start-up passes TF_CPP_MIN_LOG_LEVEL=None: unset)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   env.update(extra or {})
-  return env
+  return {k: v for k, v in env.items() if v is not None}
 
 
 def launcher_command(args, launcher_args=()):
   """`python -m trainer.legacy [LAUNCHER_ARGS] program.py ARGS`."""
   return ([sys.executable, '-m', 'trainer.legacy'] + list(launcher_args) +
           [PROGRAM] + list(args))
+
+
+def canned_command(args, launcher_args=()):
+  """`python -m trainer.legacy [LAUNCHER_ARGS] canned_program.py ARGS`."""
+  return ([sys.executable, '-m', 'trainer.legacy'] + list(launcher_args) +
+          [CANNED_PROGRAM] + list(args))
 
 
 def main_command(args):
@@ -93,6 +121,7 @@ _LOG_LINE = re.compile(
     r'(INFO|WARNING|ERROR|DEBUG|CRITICAL):[\w.]+:|'  # Python logging
     r'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |'  # TensorFlow's C++
     r'WARNING: All log messages before absl::InitializeLog|'
+    r'import time: |'  # PYTHONPROFILEIMPORTTIME=1
     r'\S+\.py:\d+: \w*Warning: |'  # Python warnings
     # The launcher's notes: what it runs on, and what a flag changed.
     r'trainer\.legacy: (TensorFlow \d|--cpu_fallback|--skip_corrupt))')
@@ -122,15 +151,51 @@ def message_lines(stderr):
   return lines
 
 
-def assert_first_message(stderr, pattern):
-  """The first line of stderr that no logger wrote matches `pattern`,
-  and no traceback comes before it."""
+def first_line_read(stderr):
+  """The first line a user reads: the first line of stderr no logger
+  wrote (None if there is none)."""
   lines = message_lines(stderr)
-  assert lines, f'no message on stderr:\n{stderr[-3000:]}'
-  assert re.search(pattern, lines[0]), (
-      f'first message line {lines[0]!r} does not match {pattern!r}:\n'
+  return lines[0] if lines else None
+
+
+def assert_first_message(stderr, pattern):
+  """The first line a user reads (first_line_read) matches `pattern`, so
+  no traceback comes before it; that line."""
+  line = first_line_read(stderr)
+  assert line is not None, f'no message on stderr:\n{stderr[-3000:]}'
+  assert re.search(pattern, line), (
+      f'first message line {line!r} does not match {pattern!r}:\n'
       f'{stderr[-3000:]}')
-  return lines[0]
+  return line
+
+
+# What TensorFlow prints at start-up, before a program's first line, that
+# the entry points keep quiet (TF_CPP_MIN_LOG_LEVEL unset by the user).
+# TF 2.21 prints its oneDNN and CUDA-driver banners as its library loads,
+# before it reads TF_CPP_MIN_LOG_LEVEL: no setting silences those two.
+_IMPORT_BANNERS = r'|cuda drivers|oneDNN'
+START_UP_NOISE = re.compile(
+    r'cuInit|cpu_feature_guard|FutureWarning|rebuild TensorFlow' +
+    (_IMPORT_BANNERS if tuple(map(int, tf.__version__.split('.')[:2])) < (
+        2, 21) else ''))
+
+
+def assert_quiet_start(stderr):
+  """Nothing TensorFlow prints at start-up comes before the first line a
+  user reads (the run had TF_CPP_MIN_LOG_LEVEL unset)."""
+  lines = stderr.splitlines()
+  first = first_line_read(stderr)
+  before = lines[:lines.index(first)] if first in lines else lines
+  noise = [line for line in before if START_UP_NOISE.search(line)]
+  assert not noise, f'start-up noise before {first!r}: {noise[:3]}'
+
+
+def imported_tensorflow(stderr):
+  """Whether a run with PYTHONPROFILEIMPORTTIME=1 imported TensorFlow
+  (AssertionError if stderr has no import log)."""
+  imported = re.findall(r'^import time:.*\| +(\S+)$', stderr, re.M)
+  assert imported, 'no import log on stderr'
+  return any(m.split('.')[0] == 'tensorflow' for m in imported)
 
 
 def save_checkpoints(model_dir, steps, max_to_keep=5):

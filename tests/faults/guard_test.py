@@ -67,7 +67,8 @@ def test_the_chief_locks_recovers_and_adds_the_stop_hook(broken_model_dir):
   estimator_guard.train(_Estimator(broken_model_dir, True), seen.extend)
   assert lock.held_here(broken_model_dir)
   assert tf.train.latest_checkpoint(broken_model_dir).endswith('ckpt-20')
-  assert [type(h) for h in seen] == [session_hooks.StopOnSignalHook]
+  assert [type(h) for h in seen] == [session_hooks.StopOnSignalHook,
+                                     session_hooks.StepRecorderHook]
 
 
 def test_other_tasks_never_lock_nor_recover(held_elsewhere):

@@ -12,7 +12,9 @@ workers, parameter servers and evaluators never lock. On every task
 SIGTERM / SIGINT stop training after the running step: a hook asks the
 session to stop, Estimator's CheckpointSaverHook writes the checkpoint of
 that step, and the program ends with StoppedBySignal (exit 143 / 130). A
-write the storage refuses is one StorageError naming the directory.
+write the storage refuses is one StorageError naming the directory. A
+failure keeps, for its report (trainer/runtime/failures.py), the step it
+happened at and the model_dir.
 
 `evaluate`: before evaluating the latest checkpoint of a model_dir no
 trainer holds, the same recovery (so a restart that evaluates first does
@@ -26,6 +28,7 @@ import tensorflow as tf
 
 from trainer.guard import checkpoint_files
 from trainer.guard import checkpoint_recovery
+from trainer.guard import failure_parts
 from trainer.guard import lock
 from trainer.guard import preemption
 from trainer.guard import session_hooks
@@ -47,12 +50,16 @@ def train(estimator, run):
     with storage.reporting_write_failures(model_dir, owner=False):
       lock.hold(model_dir)
       checkpoint_recovery.recover(model_dir, config.keep_checkpoint_max)
+  recorder = session_hooks.StepRecorderHook()
   with preemption.handling_signals(model_dir if writer else None):
     try:
       with storage.reporting_write_failures(model_dir, owner=writer):
-        result = run([session_hooks.StopOnSignalHook()])
+        result = run([session_hooks.StopOnSignalHook(), recorder])
     except preemption.PreemptedError as e:  # Evaluating inside training.
       raise preemption.StoppedBySignal(str(e), e.exit_status) from None
+    except Exception as e:  # For its report: where it happened.
+      failure_parts.note(e, step=recorder.step, model_dir=model_dir)
+      raise
     if preemption.requested():
       raise preemption.StoppedBySignal(
           preemption.stopped_message(_latest_step(model_dir), model_dir),

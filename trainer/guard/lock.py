@@ -14,7 +14,8 @@ an interrupted save).
 model_dir)` until the process ends (the launcher: a program may train,
 evaluate and train again on one model_dir). Object stores (gs://) have no
 such lock; there the trainer logs a warning and runs unlocked. A model_dir
-that cannot be written is a StorageError naming it.
+that cannot be written is a StorageError naming it. Importing this module
+does not import TensorFlow (trainer.main takes the lock before that).
 """
 
 import contextlib
@@ -27,7 +28,9 @@ import time
 from absl import logging
 
 from trainer.api import errors
-from trainer.guard import storage
+
+# pylint: disable=g-import-not-at-top  (storage imports TensorFlow: only
+# for a model_dir that refuses the lock file)
 
 LOCK_FILE = '.trainer.lock'
 WAIT_SECS = 3.0
@@ -93,6 +96,7 @@ def _open(model_dir):
     os.makedirs(model_dir, exist_ok=True)
     handle = open(os.path.join(model_dir, LOCK_FILE), 'a+')
   except OSError as e:
+    from trainer.guard import storage
     failure = storage.write_failure(e, model_dir)
     if failure is None:
       raise
@@ -232,6 +236,7 @@ def holding_briefly(model_dir):
   if not _is_local(model_dir) or held_here(model_dir):
     yield held_here(model_dir)
     return
+  from trainer.guard import storage
   try:
     handle = _acquire(model_dir, wait_secs=0)
   except (ModelDirLockedError, storage.StorageError):  # Read-only: no need.

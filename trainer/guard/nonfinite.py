@@ -2,15 +2,20 @@
 
 The loop policy (trainer/runtime/loop.py) checks the losses after every loop and
 the variables before every checkpoint, so the latest checkpoint stays the last
-good one.
+good one. `saved_after(model_dir, step)` tells, after Estimator's
+NanTensorHook stopped a launcher program, which checkpoints were saved after
+the failing step (Estimator saves before that hook stops it) and hold
+non-finite values, and the newest one from before it.
 """
 
 import math
+import os
 
 import numpy as np
 import tensorflow as tf
 
 from trainer.api import errors
+from trainer.guard import checkpoint_files
 
 
 class NonFiniteLossError(errors.TrainerError, RuntimeError):
@@ -65,3 +70,30 @@ def finite_by_name(arrays_by_name):
 def check_arrays(arrays_by_name, step, model_dir):
   """check_variables on {name: numpy value}; non-float values are skipped."""
   check_variables(finite_by_name(arrays_by_name), step, model_dir)
+
+
+def first_non_finite(path):
+  """The first float variable of checkpoint `path` holding a NaN or Inf,
+  or None (reads the variables one by one, stopping at it)."""
+  reader = tf.train.load_checkpoint(path)
+  for name, dtype in sorted(reader.get_variable_to_dtype_map().items()):
+    if dtype.is_floating and not np.isfinite(reader.get_tensor(name)).all():
+      return name
+  return None
+
+
+def saved_after(model_dir, step):
+  """([(checkpoint, its first non-finite variable)] of model_dir's
+  checkpoints saved after global step `step` that hold NaN or Inf, newest
+  first; the newest checkpoint at or before `step`, or None)."""
+  state = tf.train.get_checkpoint_state(model_dir)
+  paths = list(state.all_model_checkpoint_paths) if state else []
+  before = [p for p in paths
+            if 0 <= checkpoint_files.step_of(os.path.basename(p)) <= step]
+  bad = []
+  for path in reversed(paths):
+    if checkpoint_files.step_of(os.path.basename(path)) > step:
+      name = first_non_finite(path)
+      if name:
+        bad.append((path, name))
+  return bad, (before[-1] if before else None)

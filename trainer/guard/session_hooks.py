@@ -7,7 +7,9 @@ Estimator's CheckpointSaverHook writes its checkpoint at that step in its
 end(). `AbortOnSignalHook` stops an evaluation at once with PreemptedError
 (partial metrics would be wrong; an evaluation inside training runs right
 after a checkpoint, so nothing trained is lost). The launcher
-(estimator_guard.py) and the estimator runner's evaluate() add them.
+(estimator_guard.py) and the estimator runner's evaluate() add them. `StepRecorderHook`
+keeps the global step of the latest step, for a failure's report ("Loss
+is nan at step N").
 """
 
 import tensorflow as tf
@@ -43,3 +45,27 @@ class AbortOnSignalHook(_v1.train.SessionRunHook):
 
   def before_run(self, run_context):
     preemption.raise_if_requested(self._step, self._model_dir)
+
+
+class StepRecorderHook(_v1.train.SessionRunHook):
+  """Keeps `step`: the global step each run read (as Estimator's
+  LoggingTensorHook shows it, `loss = ..., step = N`), None before the
+  first run."""
+
+  def __init__(self):
+    self.step = None
+    self._global_step = None
+
+  def begin(self):
+    self._global_step = _v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    del run_context
+    if self._global_step is None:
+      return None
+    return _v1.train.SessionRunArgs(self._global_step)
+
+  def after_run(self, run_context, run_values):
+    del run_context
+    if run_values.results is not None:
+      self.step = int(run_values.results)

@@ -71,14 +71,24 @@ def _cause(error):
   return None
 
 
+def refused_write(error):
+  """(errno, what the OS says) of an error of a write the storage refused
+  (space, quota, read-only, permission), else None."""
+  return _cause(error)
+
+
+def refused_path(error, default=None):
+  """The file or directory a refused write's error names, else default."""
+  if isinstance(error, OSError) and error.filename:
+    return os.fspath(error.filename)
+  match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
+  return match.group(1) if match else default
+
+
 def _where(error, model_dir):
   """What was being written: 'saving checkpoint NAME', or the file or
   directory the refused write named (else model_dir)."""
-  if isinstance(error, OSError) and error.filename:
-    path = os.fspath(error.filename)
-  else:
-    match = _PATH_BEFORE_CAUSE.search(getattr(error, 'message', '') or '')
-    path = match.group(1) if match else model_dir
+  path = refused_path(error, model_dir)
   saving = (re.search(r'([^/]+)_temp/', path) or
             re.search(r'([^/]+-\d+)\.(?:index|data-\d{5}-of-\d{5})', path))
   return f'saving checkpoint {saving.group(1)}' if saving else (
@@ -112,11 +122,22 @@ def unreachable(error, model_dir):
       'use a local model_dir.')
 
 
+def _outside(path, model_dir):
+  """Whether local `path` lies outside model_dir (an export directory)."""
+  if not path or '://' in path or '://' in model_dir:
+    return False
+  inside = os.path.realpath(model_dir) + os.sep
+  return not (os.path.realpath(path) + os.sep).startswith(inside)
+
+
 def write_failure(error, model_dir):
   """StorageError for an error of a write the storage refused (space,
-  quota, read-only, permission); None for any other error."""
+  quota, read-only, permission) in model_dir; None for any other error,
+  and for a refused write outside model_dir (an export directory:
+  trainer/runtime/failures.py names it)."""
   cause = _cause(error)
-  if cause is None or model_dir is None:
+  if cause is None or model_dir is None or _outside(
+      refused_path(error), model_dir):
     return None
   number, text = cause
   where = _where(error, model_dir)

@@ -14,7 +14,10 @@ evaluate get the trainer's guarantees (trainer/guard/estimator_guard.py:
 one writer per model_dir, recovery of an interrupted save, a checkpoint
 and exit 143 / 130 on SIGTERM / SIGINT, one error line for a full or
 read-only model_dir) and its TFRecord files are checked for a cut inside a
-record; --cpu_fallback works on both.
+record; --cpu_fallback works on both. Whatever the program raises, the
+first line on stderr names the cause and the fix (trainer/runtime/
+failures.py; the program's own exceptions keep their traceback after it),
+exit 1; its own sys.exit(N) stays N.
 """
 
 import collections
@@ -27,6 +30,7 @@ import signal
 import sys
 
 from trainer.api import errors
+from trainer.runtime import failures
 from trainer.runtime import startup
 
 USAGE = """\
@@ -149,11 +153,9 @@ def _prepare(cpu_fallback, peer_timeout_secs,
   """Installs the facade (TF >= 2.16), --cpu_fallback, the peer timeout of
   a chief/worker job, the facade's wait for a lost ps and the guard; says
   what it did."""
-  startup.select_keras()
+  startup.prepare_program(sys.argv)  # Quiet C++ logs: no cuInit line.
   if startup.missing_keras():
     raise MissingDependencyError(startup.missing_keras())
-  if not startup.wants_verbose(sys.argv):  # TF 2.21 logs every placement.
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
   # pylint: disable=g-import-not-at-top  (after the Keras choice)
   import tensorflow as tf
   from trainer.compat import cpu_fallback as cluster
@@ -261,24 +263,21 @@ def _run(kind, target, program_args):
   runpy.run_module(target, run_name='__main__', alter_sys=True)
 
 
-def _check_failure(error):
-  """One line for a known failure: a launcher check that failed inside
-  TensorFlow (a TFRecord file checked as it was opened), a TPU-only call
-  --cpu_fallback cannot run on one core, or a known misuse (a model_fn
-  returning a dict); else None."""
-  if 'tensorflow' not in sys.modules:
+def _program_file(launch):
+  """The file of the program `launch` runs (its traceback starts there),
+  or None if it cannot be found."""
+  if launch.kind == 'path':
+    return os.path.abspath(launch.target)
+  try:
+    spec = importlib.util.find_spec(launch.target)
+  except (ImportError, ValueError):
     return None
-  # pylint: disable=g-import-not-at-top
-  from trainer.api import model_fns
-  from trainer.compat import one_replica_tpu_ops
-  from trainer.compat import tfrecord_checks
-  return (tfrecord_checks.raised_by_check(error) or
-          one_replica_tpu_ops.unsupported_call(error) or
-          model_fns.model_fn_misuse(error))
+  return spec.origin if spec else None
 
 
 def main(argv):
   """Runs the program argv names; returns an exit status (2: usage error)."""
+  launch = None
   try:
     launch = parse(argv)
     if launch.kind == 'path' and not os.path.isfile(launch.target):
@@ -289,14 +288,10 @@ def main(argv):
   except UsageError as e:
     print(f'trainer.legacy: error: {e}\n{USAGE}', file=sys.stderr, end='')
     return 2
-  except errors.TrainerError as e:  # Its message says what to do.
-    print(f'trainer.legacy: error: {e}', file=sys.stderr)
-    return 1
   except Exception as e:  # pylint: disable=broad-except
-    checked = _check_failure(e)
-    if checked is None:
-      raise
-    print(f'trainer.legacy: error: {checked}', file=sys.stderr)
+    # One line naming the cause first (trainer/runtime/failures.py).
+    failures.print_report(e, failures.Where(
+        'launcher', launch and _program_file(launch)), 'trainer.legacy: ')
     return 1
   except SystemExit as e:
     message = getattr(e, 'message', None)  # preemption.StoppedBySignal

@@ -21,25 +21,13 @@ from trainer.runtime import startup
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
 
-import json
-
 from absl import app
 from absl import flags
-from absl import logging
 
 import flags as trainer_flags
-from trainer import params as params_lib
-from trainer.facade import install as facade
-from trainer.memory import footprint
-from trainer.memory import host
-from trainer.memory import report as report_lib
-from trainer.memory import xla
-from trainer.models import builtin
-from trainer.models import registry
 from trainer.runners import registry as runners
 
 FLAGS = flags.FLAGS
-PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.
 
 
 def define_memory_flags(flag_values=FLAGS):
@@ -55,6 +43,29 @@ def define_memory_flags(flag_values=FLAGS):
       'xla_check', False, 'Also compile one step with XLA:CPU in a child '
       'process and report its buffer assignment (meaningful for float32).',
       flag_values=flag_values)
+
+
+if __name__ == '__main__':  # --help and flag errors before TensorFlow.
+  define_memory_flags()
+  _PARSED = startup.parse_flags_first(sys.argv, 'python -m trainer.memory',
+                                      __doc__, FLAGS)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import json
+
+from absl import logging
+
+from trainer import params as params_lib
+from trainer.facade import install as facade
+from trainer.memory import footprint
+from trainer.memory import host
+from trainer.memory import report as report_lib
+from trainer.memory import xla
+from trainer.models import builtin
+from trainer.models import registry
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.
 
 
 def report(model_fn, params):
@@ -123,8 +134,4 @@ def main(argv):
 
 if __name__ == '__main__':
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
-  define_memory_flags()
-  if startup.wants_help(sys.argv):
-    sys.exit(startup.print_help(sys.argv, 'python -m trainer.memory',
-                                __doc__, FLAGS))
-  app.run(main)
+  app.run(main, flags_parser=_PARSED)

@@ -63,7 +63,6 @@ from absl import flags
 
 import flags as trainer_flags
 from trainer import user_flags
-from trainer.facade import install as facade
 from trainer.migrate import cli
 from trainer.runners import registry as runners
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -74,7 +73,12 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  facade.install()  # The team's modules may name tf.estimator at import.
+  # The team's modules may name tf.estimator at import; --helpfull lists
+  # TensorFlow's own flags: both after TensorFlow is imported (--help and
+  # flag errors come before it).
+  if user_flags.names_modules(sys.argv) or '--helpfull' in sys.argv[1:]:
+    from trainer.facade import install as facade  # pylint: disable=g-import-not-at-top
+    facade.install()
   try:
     user_flags.define_all(sys.argv, trainer_flags.define_flags)
     runners.add_flag_validator()

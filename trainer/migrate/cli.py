@@ -9,7 +9,6 @@ from absl import flags
 from trainer import params as params_lib
 from trainer import user_flags
 from trainer.api import errors
-from trainer.migrate import trace
 from trainer.models import registry
 
 FLAGS = flags.FLAGS
@@ -67,7 +66,11 @@ def main(argv):
   except ValueError as e:
     print(f'FATAL Flags parsing error: {e}', file=sys.stderr)
     return 1
+  # TensorFlow from here on (--help and flag errors come before it).
+  from trainer.facade import install as facade  # pylint: disable=g-import-not-at-top
   from trainer.migrate import migration  # pylint: disable=g-import-not-at-top
+  facade.install()  # Idempotent; model code may name tf.estimator.
+  from trainer.migrate import trace  # pylint: disable=g-import-not-at-top
   try:
     run = migration.Migration(
         params, model_fn, specs, functions, serving,

@@ -14,12 +14,11 @@ from typing import Callable, Dict
 
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
-from trainer.guard import peers
-from trainer.guard import preemption
-from trainer.runtime import modes
 from trainer.runtime import tf_config
+
+# pylint: disable=g-import-not-at-top  (TensorFlow where a runner is made
+# or run: --runner is checked, and --help answered, before it is imported)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +90,10 @@ def make_runner(params, model_fn, input_fn, serving_input_fn=None,
 
 def run(params, model_fn, input_fn, serving_input_fn=None):
   """Runs params['mode'] with model_fn / input_fn; returns its result."""
+  import tensorflow as tf
+  from trainer.guard import peers
+  from trainer.guard import preemption
+  from trainer.runtime import modes
   runner = make_runner(params, model_fn, input_fn, serving_input_fn)
   preemption.reclaim()  # Its strategy may have taken SIGTERM over.
   if params['runner'] == 'tf2' and tf_config.task_type() == 'evaluator':
@@ -106,7 +109,6 @@ def run(params, model_fn, input_fn, serving_input_fn=None):
 
 
 # The runners. Each imports its package on first use.
-# pylint: disable=g-import-not-at-top
 
 
 def _make_estimator(params, model_fn, input_fn, serving_input_fn, strategy):
@@ -130,6 +132,7 @@ def _make_tf2(params, model_fn, input_fn, serving_input_fn, strategy):
     parameter_servers.check_coordinator_mode(params)
   if role == 'evaluator' and strategy is None:
     # The evaluator of a cluster evaluates on its own devices (sidecar).
+    import tensorflow as tf
     strategy = (tf.distribute.get_strategy(), 'default')
   return tf2_engine.Tf2Engine(params, model_fn, input_fn,
                               serving_input_fn=serving_input_fn,

@@ -12,9 +12,9 @@ from trainer.guard import fingerprint
 from trainer.guard import lock
 from trainer.guard import preemption
 from trainer.guard import storage
+from trainer.runtime import training_modes
 from trainer.runtime import tf_config
 
-TRAINING_MODES = ('train', 'train_and_evaluate')
 _SPLITS = {  # mode -> splits read, as tfrecord's `training` argument.
     'train': (True,), 'evaluate': (False,), 'train_and_evaluate': (True, False),
     'predict': (False,), 'export': ()}
@@ -53,7 +53,7 @@ def guarded(params, model_keys=()):
   failed save left."""
   model_dir = params['model_dir']
   with tfrecord.naming_corrupt_files(params, splits(params)):
-    if params['mode'] not in TRAINING_MODES:
+    if not training_modes.trains(params['mode']):
       with storage.reporting_write_failures(model_dir, owner=False):
         fingerprint.check(params, training=False, model_keys=model_keys)
         if tf_config.is_chief_task():  # A model_dir nobody trains: recover.
@@ -71,7 +71,8 @@ def guarded(params, model_keys=()):
       return
     with contextlib.ExitStack() as stack:
       with storage.reporting_write_failures(model_dir, owner=False):
-        stack.enter_context(lock.locked(model_dir))
+        if not lock.held_here(model_dir):  # trainer.main's start held it.
+          stack.enter_context(lock.locked(model_dir))
       with storage.reporting_write_failures(model_dir, owner=True):
         fingerprint.check(params, training=True,
                           overwrite=params['overwrite_model_dir'],

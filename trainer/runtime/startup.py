@@ -7,11 +7,20 @@ library modules change nothing when imported.
     TF_USE_LEGACY_KERAS=1 (unless set), so tf.keras and tf.compat.v1.layers
     are tf-keras, as legacy model_fns need (Keras 3 has no
     tf.compat.v1.layers). TensorFlow reads it once, at its first import.
-  * Quiet logs, unless the command line sets --verbosity (or -v): TF's C++
-    logs at errors only (TF_CPP_MIN_LOG_LEVEL=2, unless set) and, once
-    TF's Python logger at warnings without deprecation notices
-    (`quiet_tensorflow_logger()` again after anything that resets it). What a user reads stays: the entry point's own
-    lines (start-up summary, one progress line per loop, results, warnings).
+  * Quiet logs, unless the command line sets --verbosity (or -v): no
+    C++ logs of TensorFlow but fatal ones (TF_CPP_MIN_LOG_LEVEL=3, unless
+    set: at 2 a CPU machine still opens with `failed call to cuInit`; what
+    TF's C++ reports as an error reaches Python as the exception, and the
+    entry point prints that), library warnings off and, once TF's Python
+    logger at warnings without deprecation notices
+    (`quiet_tensorflow_logger()` again after anything that resets it).
+    What a user reads stays: the entry point's own lines (start-up
+    summary, one progress line per loop, results, warnings, the error).
+    `prepare_program(argv)` is the launcher's: the same C++ quiet and only
+    the libraries' warnings off; the program's own logging stays its own,
+    but for the traceback TensorFlow's Coordinator logs with a failure it
+    then re-raises (`Error reported to Coordinator`, under a strategy):
+    the message stays, the traceback goes with the launcher's report.
   * `missing_keras()`: what to install when TF >= 2.16 lacks tf-keras,
     said in one line before an import fails deep inside the project.
 """
@@ -33,6 +42,15 @@ def _tensorflow_version():
     except (importlib.metadata.PackageNotFoundError, ValueError):
       continue
   return None
+
+
+def has_real_estimator():
+  """Whether this TensorFlow ships the real Estimator (<= 2.15 with
+  tensorflow_estimator installed), from package metadata only: before
+  TensorFlow is imported and without importing it."""
+  version = _tensorflow_version()
+  return bool(version and version < (2, 16) and
+              importlib.util.find_spec('tensorflow_estimator') is not None)
 
 
 def select_keras():
@@ -103,6 +121,23 @@ def print_help(argv, default_name, doc, flag_values):
   return 0
 
 
+def parse_flags_first(argv, default_name, doc, flag_values):
+  """An entry point's command line, parsed before it imports TensorFlow
+  (its flags defined on `flag_values`, the global FLAGS): --help is
+  answered (exit 0, print_help) and a flag error as absl's app.run says it
+  (exit 1); --helpfull imports TensorFlow first, to list its flags too.
+  Returns app.run's `flags_parser`, which hands it the parse's remaining
+  arguments (absl's own flags, --flagfile and validators as app.run's)."""
+  from absl import app  # pylint: disable=g-import-not-at-top
+  if '--helpfull' in argv[1:]:
+    importlib.import_module('tensorflow')
+  app.define_help_flags()
+  if wants_help(argv):
+    raise SystemExit(print_help(argv, default_name, doc, flag_values))
+  remaining = app.parse_flags_with_usage(argv)
+  return lambda unused_argv: remaining
+
+
 def wants_verbose(argv):
   """Whether the command line asks for absl's verbosity (--verbosity, -v)."""
   return any(a == '-v' or a.startswith(('--verbosity', '-v=', '--v='))
@@ -115,11 +150,48 @@ def prepare(argv, quiet=True):
   select_keras()
   _quiet[:] = [quiet and not wants_verbose(argv)]
   if _quiet[0]:
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', QUIET_CPP_LOG_LEVEL)
     for category in (DeprecationWarning, FutureWarning):
       warnings.filterwarnings('ignore', category=category)
     quiet_tensorflow_logger()  # Its import-time notices too.
   return _quiet[0]
+
+
+QUIET_CPP_LOG_LEVEL = '3'
+# Libraries whose import-time notices (google.api_core's Python-version
+# FutureWarning, TF's and Keras' deprecations) precede a program's output.
+_LIBRARY_WARNINGS = r'(google|tensorflow|tf_keras|keras|absl|numpy|h5py)\b'
+
+
+def prepare_program(argv):
+  """The launcher's prepare(): Keras 2, TensorFlow's C++ logs quiet and
+  the libraries' Python warnings off unless `argv` (the program's command
+  line) asks for verbosity; the program's own warnings and logging are
+  left as they are. Call before TensorFlow's first import."""
+  select_keras()
+  if wants_verbose(argv):
+    return False
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', QUIET_CPP_LOG_LEVEL)
+  for category in (DeprecationWarning, FutureWarning):
+    warnings.filterwarnings('ignore', category=category,
+                            module=_LIBRARY_WARNINGS)
+  logger = logging.getLogger('tensorflow')
+  if not any(isinstance(f, _CoordinatorTracebacks) for f in logger.filters):
+    logger.addFilter(_CoordinatorTracebacks())
+  return True
+
+
+class _CoordinatorTracebacks(logging.Filter):
+  """Keeps TensorFlow's `Error reported to Coordinator: ...` line but not
+  the traceback it logs with it: the failure is re-raised, and reported
+  (first) by the entry point, traceback included when it helps."""
+
+  def filter(self, record):
+    if record.exc_info and record.getMessage().startswith(
+        'Error reported to Coordinator'):
+      record.exc_info = None
+      record.exc_text = None
+    return True
 
 
 class _DropDeprecations(logging.Filter):

@@ -3,21 +3,150 @@ long a silent peer is waited for.
 
 Reads only the environment (and, for the peer timeout, configures
 TensorFlow's coordination service before a strategy exists), so it serves
-every runner, the run guard and the facade's launcher alike.
+every runner, the run guard and the facade's launcher alike. Importing it
+does not import TensorFlow: trainer.main checks TF_CONFIG and takes the
+model_dir lock before that import (the functions that build TensorFlow
+objects import it).
 """
 
+import errno
 import json
 import os
+import socket
 
 from absl import logging
-import tensorflow as tf
 
 from trainer.api import errors
-from trainer.compat import tf_private
+
+# pylint: disable=g-import-not-at-top  (TensorFlow where it is needed)
 
 
 class UnsupportedClusterError(errors.TrainerError, NotImplementedError):
   """A TF_CONFIG layout the runners of trainer.main cannot train on."""
+
+
+class TfConfigError(errors.TrainerError, ValueError):
+  """TF_CONFIG is not JSON, or names a task its cluster does not have."""
+
+
+_EXAMPLE = ('{"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222"]},'
+            ' "task": {"type": "chief", "index": 0}}')
+
+
+def _shown(raw, limit=80):
+  return repr(raw if len(raw) <= limit else raw[:limit] + '...')
+
+
+def _jobs(cluster):
+  return ', '.join(f'{kind} x{len(tasks)}' for kind, tasks in cluster.items()
+                   if isinstance(tasks, (list, dict)))
+
+
+def problem(tf_config=None, needs_chief=False):
+  """What is wrong with TF_CONFIG, as a message naming it and the fix, or
+  None: not JSON, no JSON object, a task type or index its cluster does not
+  have; with needs_chief (Estimator's clusters), a cluster without exactly
+  one "chief". Reads only the environment."""
+  raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+  if not raw:
+    return None
+  try:
+    config = json.loads(raw)
+  except ValueError as e:
+    return (f'TF_CONFIG is not valid JSON ({getattr(e, "msg", e)} at '
+            f'character {getattr(e, "pos", "?")} of {_shown(raw)}): set it to '
+            f'a JSON object such as {_EXAMPLE}, or unset it to train on '
+            'this machine alone.')
+  if not isinstance(config, dict):
+    return (f'TF_CONFIG is {_shown(raw)}, not a JSON object: set it to one '
+            f'such as {_EXAMPLE}, or unset it.')
+  cluster = config.get('cluster') or {}
+  task = config.get('task') or {}
+  if not cluster or not isinstance(cluster, dict):
+    return None
+  kind, index = task.get('type'), task.get('index', 0)
+  if kind is not None and kind not in cluster and kind != 'evaluator':
+    return (f'TF_CONFIG task {kind}:{index} is not in its cluster, which has '
+            f'{_jobs(cluster)}: set "task": {{"type": ...}} to one of '
+            f'{", ".join(sorted(cluster))}, or add a "{kind}" job to "cluster".')
+  tasks = cluster.get(kind)
+  if isinstance(tasks, list):
+    try:
+      position = int(index)
+    except (TypeError, ValueError):
+      position = -1
+    if not 0 <= position < len(tasks):
+      return (f'TF_CONFIG task {kind}:{index} is not in its cluster: job '
+              f'"{kind}" has {len(tasks)} task(s), indices 0..'
+              f'{len(tasks) - 1}: set "task": {{"index": ...}} to one of them,'
+              f' or add this task\'s address to "cluster": {{"{kind}": '
+              '[...]}.')
+  chiefs = len(cluster.get('chief') or [])
+  if needs_chief and chiefs != 1:
+    return (f'TF_CONFIG\'s cluster has {chiefs or "no"} "chief" task'
+            f'{"s" if chiefs > 1 else ""} ({_jobs(cluster)}); Estimator needs'
+            ' exactly one: list the address of the task that leads (worker 0'
+            ' of a cluster without one) as "chief": ["host:port"] and number '
+            'the remaining workers from 0.')
+  return None
+
+
+def check(tf_config=None):
+  """Raises TfConfigError if problem() finds one (trainer.main, before
+  TensorFlow starts)."""
+  found = problem(tf_config)
+  if found:
+    raise TfConfigError(found)
+
+
+def _bind_problem(host, port):
+  """Why host:port cannot be bound here: errno.EADDRINUSE (another process
+  holds it), errno.EADDRNOTAVAIL (not this host's address), or None (it
+  binds now, or the reason is another)."""
+  try:
+    family = socket.AF_INET6 if ':' in host.strip('[]') else socket.AF_INET
+    with socket.socket(family) as probe:
+      probe.bind((host.strip('[]'), port))
+  except OSError as e:
+    if e.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
+      return e.errno
+  return None
+
+
+_SERVER_PROBLEMS = {
+    errno.EADDRINUSE: ('its port is in use by another process', 'Stop that '
+                       'process, or give the task a free port of this host'),
+    errno.EADDRNOTAVAIL: ('the address is not one of this host\'s', 'Give '
+                          'the task an address of the host it runs on'),
+    None: ('its port is in use, or the address is not this host\'s', 'Give '
+           'the task a free port of this host'),
+}
+
+
+def server_start_problem(task, address):
+  """Why TF_CONFIG task `task` (TYPE:INDEX) could not start its TensorFlow
+  server at host:port `address` (TensorFlow says only `Could not start
+  gRPC server`), and the fix: the address probed once more."""
+  host, _, port = address.rpartition(':')
+  why, fix = _SERVER_PROBLEMS[
+      _bind_problem(host, int(port)) if port.isdigit() else None]
+  return (f'TF_CONFIG task {task} could not start its TensorFlow server at '
+          f'{address}: {why}. {fix} in TF_CONFIG "cluster".')
+
+
+class ServerStartError(errors.TrainerError, RuntimeError):
+  """A task's server could not start (server_start_problem says why)."""
+
+
+def task_address(tf_config=None):
+  """(TYPE:INDEX, host:port) of this task in TF_CONFIG, or None."""
+  try:
+    config = _parsed(tf_config)
+    task = config.get('task') or {}
+    kind, index = task.get('type'), int(task.get('index', 0))
+    return f'{kind}:{index}', config['cluster'][kind][index]
+  except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+    return None
 
 
 def cluster_workers(tf_config=None):
@@ -73,6 +202,7 @@ def training_cluster_resolver(tf_config=None):
   cluster = {kind: tasks for kind, tasks in config.get('cluster', {}).items()
              if kind != 'evaluator'}
   task = config.get('task', {})
+  import tensorflow as tf
   return tf.distribute.cluster_resolver.SimpleClusterResolver(
       tf.train.ClusterSpec(cluster), task_type=task.get('type'),
       task_id=int(task.get('index', 0)), rpc_layer='grpc')
@@ -129,6 +259,8 @@ def configure_peer_timeout(timeout_secs, tf_config=None):
   # (which TFJob lists in every pod's cluster) must not register with it.
   if json.loads(raw).get('task', {}).get('type') not in ('chief', 'worker'):
     return False
+  import tensorflow as tf
+  from trainer.compat import tf_private
   cluster = tf.train.ClusterSpec(json.loads(raw)['cluster'])
   done = tf_private.configure_peer_heartbeat(cluster, timeout_secs)
   if done:
@@ -148,6 +280,7 @@ def ps_cluster_inter_op_threads(minimum=MIN_PS_CLUSTER_INTER_OP_THREADS):
   `minimum` when TensorFlow would size its pools below it (fewer usable
   CPUs), else None (TensorFlow's default). An explicit choice is kept:
   the process's tf.config.threading setting or TF_NUM_INTEROP_THREADS."""
+  import tensorflow as tf
   if (tf.config.threading.get_inter_op_parallelism_threads() or
       os.environ.get('TF_NUM_INTEROP_THREADS')):
     return None
@@ -166,6 +299,7 @@ def server_config():
   threads = ps_cluster_inter_op_threads()
   if threads is None:
     return None
+  import tensorflow as tf
   return tf.compat.v1.ConfigProto(inter_op_parallelism_threads=threads)
 
 
@@ -175,6 +309,7 @@ def ensure_coordinator_threads():
   threads = ps_cluster_inter_op_threads()
   if threads is None:
     return
+  import tensorflow as tf
   try:
     tf.config.threading.set_inter_op_parallelism_threads(threads)
   except RuntimeError as e:  # TensorFlow's runtime already started.

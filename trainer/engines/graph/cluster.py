@@ -48,6 +48,7 @@ import urllib.parse
 import tensorflow as tf
 
 from trainer.api import errors
+from trainer.runtime import tf_config as tf_config_lib
 
 _v1 = tf.compat.v1
 TRAINERS = ('chief', 'master', 'worker')
@@ -104,19 +105,16 @@ def start_server(config):
   session_config = _v1.ConfigProto(log_device_placement=False)
   if config.session_config is not None:
     session_config.gpu_options.CopyFrom(config.session_config.gpu_options)
-  server = tf.distribute.Server(
-      config.cluster_spec, job_name=config.task_type,
-      task_index=config.task_id, config=session_config, start=False,
-      protocol=config.protocol)
-  try:
+  try:  # Made with start=False, the server already binds its port.
+    server = tf.distribute.Server(
+        config.cluster_spec, job_name=config.task_type,
+        task_index=config.task_id, config=session_config, start=False,
+        protocol=config.protocol)
     server.start()
   except (tf.errors.UnknownError, tf.errors.InternalError,
           tf.errors.UnavailableError) as e:
-    raise ServerError(
-        f'TF_CONFIG task {_task(config)} could not start its TensorFlow '
-        f'server at {_address(config)}: {e.message.strip()} Another process '
-        'holds that port, or the address is not this host\'s: give the task '
-        'a free port in TF_CONFIG "cluster".') from e
+    raise ServerError(tf_config_lib.server_start_problem(
+        _task(config), _address(config))) from e
   _servers[server.target.decode() if isinstance(server.target, bytes)
            else server.target] = server
   return server

@@ -70,10 +70,16 @@ def serve():
   kind, index = resolver.task_type, resolver.task_id
   logging.info('TF_CONFIG task %s:%s: serving the coordinator until stopped.',
                kind, index)
-  server = tf.distribute.Server(
-      resolver.cluster_spec(), job_name=kind, task_index=index,
-      protocol=resolver.rpc_layer, config=tf_config.server_config(),
-      start=True)
+  try:
+    server = tf.distribute.Server(
+        resolver.cluster_spec(), job_name=kind, task_index=index,
+        protocol=resolver.rpc_layer, config=tf_config.server_config(),
+        start=True)
+  except (tf.errors.UnknownError, tf.errors.InternalError,
+          tf.errors.UnavailableError) as e:  # Its port taken, say.
+    raise tf_config.ServerStartError(tf_config.server_start_problem(
+        f'{kind}:{index}', resolver.cluster_spec().task_address(
+            kind, index))) from e
   signal.signal(signal.SIGTERM, signal.SIG_DFL)  # Not the run guard's.
   server.join()
 

@@ -27,12 +27,35 @@ from trainer.runtime import startup
 if __name__ == '__main__':  # Before TensorFlow's first import.
   startup.prepare(sys.argv)
 
+from absl import app
+from absl import flags
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """--checkpoint and --output, plus the trainer's flags (model flags)."""
+  import flags as trainer_flags  # pylint: disable=g-import-not-at-top
+  from trainer.runners import registry as runners  # pylint: disable=g-import-not-at-top
+  trainer_flags.define_flags()
+  runners.add_flag_validator()
+  flags.DEFINE_string('checkpoint', None,
+                      'TF1 checkpoint: a model_dir (its latest) or a prefix.')
+  flags.DEFINE_string('output', None,
+                      'New directory for the object-based checkpoint.')
+  flags.mark_flags_as_required(['checkpoint', 'output'])
+
+
+if __name__ == '__main__':  # --help and flag errors before TensorFlow.
+  define_flags()
+  _PARSED = startup.parse_flags_first(
+      sys.argv, 'python -m trainer.runners.native.convert', __doc__, FLAGS)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import dataclasses
 import json
 import os
 
-from absl import app
-from absl import flags
 from absl import logging
 import numpy as np
 
@@ -43,8 +66,7 @@ from trainer.api import errors
 from trainer.models import builtin
 from trainer.compat import tf_private
 from trainer.runtime import checkpoints
-
-FLAGS = flags.FLAGS
+# pylint: enable=g-import-not-at-top,wrong-import-position
 GLOBAL_STEP = 'global_step'
 ADAM_POWERS = {'beta1_power': optimization.ADAM_BETA1,
                'beta2_power': optimization.ADAM_BETA2}
@@ -284,19 +306,6 @@ def format_rows(rows):
   return lines
 
 
-def define_flags():
-  """--checkpoint and --output, plus the trainer's flags (model flags)."""
-  import flags as trainer_flags  # pylint: disable=g-import-not-at-top
-  from trainer.runners import registry as runners  # pylint: disable=g-import-not-at-top
-  trainer_flags.define_flags()
-  runners.add_flag_validator()
-  flags.DEFINE_string('checkpoint', None,
-                      'TF1 checkpoint: a model_dir (its latest) or a prefix.')
-  flags.DEFINE_string('output', None,
-                      'New directory for the object-based checkpoint.')
-  flags.mark_flags_as_required(['checkpoint', 'output'])
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
@@ -317,9 +326,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  define_flags()
-  if startup.wants_help(sys.argv):
-    sys.exit(startup.print_help(
-        sys.argv, 'python -m trainer.runners.native.convert', __doc__,
-        flags.FLAGS))
-  app.run(main)
+  app.run(main, flags_parser=_PARSED)
