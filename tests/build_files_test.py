@@ -357,3 +357,50 @@ def test_pytest_skips_bazel_output_symlinks():
   assert 'bazel-*' in norecurse, (
       'pytest.ini must keep bazel-* in norecursedirs: the bazel-* symlinks '
       'hold a second copy of every test.')
+
+
+def _dependency_cycle(targets):
+  """One cycle through deps and data as a list of labels, or None."""
+  edges = {}
+  for label, attr, named in _named_labels(targets):
+    if named in targets:
+      edges.setdefault(label, []).append(named)
+  for label, (package, kind, attrs) in targets.items():
+    if kind == 'py_pytest':
+      edges.setdefault(label, []).extend(
+          f'//{package}:{n}' for n in IMPLICIT_PYTEST_DEPS
+          if f'//{package}:{n}' in targets)
+  state, stack = {}, []
+
+  def visit(label):
+    state[label] = 'open'
+    stack.append(label)
+    for nxt in edges.get(label, ()):
+      if state.get(nxt) == 'open':
+        return stack[stack.index(nxt):] + [nxt]
+      if nxt not in state:
+        found = visit(nxt)
+        if found:
+          return found
+    stack.pop()
+    state[label] = 'done'
+    return None
+
+  for label in sorted(targets):
+    if label not in state:
+      found = visit(label)
+      if found:
+        return found
+  return None
+
+
+def test_no_dependency_cycle(targets):
+  """Bazel refuses to analyse any target that reaches a cycle."""
+  cycle = _dependency_cycle(targets)
+  assert cycle is None, 'dependency cycle: ' + ' -> '.join(cycle)
+
+
+def test_the_cycle_check_finds_a_cycle():
+  fake = {'//a:x': ('a', 'py_library', {'name': 'x', 'deps': [':y']}),
+          '//a:y': ('a', 'py_library', {'name': 'y', 'deps': ['//a:x']})}
+  assert _dependency_cycle(fake) == ['//a:x', '//a:y', '//a:x']

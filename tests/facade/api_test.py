@@ -106,8 +106,8 @@ def test_unsupported_apis_fail_naming_the_alternative():
   for api in unsupported.APIS:
     with pytest.raises(unsupported.UnsupportedApiError, match=api):
       unsupported.stub(api)()
-  if not testutil.HAS_ESTIMATOR:
-    with pytest.raises(unsupported.UnsupportedApiError, match='TPUEmbedding'):
+  if not testutil.HAS_ESTIMATOR:  # Supported now: TF 2.15's checks.
+    with pytest.raises(ValueError, match='Exactly one of `feature_columns`'):
       tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec()
 
 
@@ -312,19 +312,6 @@ def test_config_copies_share_what_cannot_be_copied():
   assert copied.cluster is config.cluster
   assert copied.session_config == config.session_config
   assert copied.session_config is not config.session_config
-
-
-@pytest.mark.skipif(testutil.HAS_ESTIMATOR,
-                    reason='TF 2.15: tf.keras.estimator is the real one.')
-def test_keras_model_to_estimator_is_refused_by_name():
-  """tf-keras' model_to_estimator imports tensorflow_estimator's keras_lib:
-  the facade's says what to do instead (not 'not available')."""
-  tf_keras = pytest.importorskip('tf_keras')
-  model = tf_keras.Sequential([tf_keras.layers.Dense(2, input_shape=(3,))])
-  model.compile('sgd', 'mse')
-  with pytest.raises(unsupported.UnsupportedApiError,
-                     match='model_to_estimator.*Instead: train the Keras'):
-    tf_keras.estimator.model_to_estimator(keras_model=model)
 
 
 def test_gc_lists_through_the_platform_gfile_and_strips_gcs_slashes():

@@ -280,10 +280,6 @@ def test_tpu_estimator_gives_params_as_tpu_estimator_does(tmp_path, api):
                                params={'batch_size': 1})
   with pytest.raises(ValueError, match='tpu_config.RunConfig'):
     api.TPUEstimator(tpu_model_fn, config=api.RunConfig())
-  if api.TPUEstimator is tpu_estimator_lib.TPUEstimator:  # A named refusal.
-    with pytest.raises(NotImplementedError, match='TPU embeddings'):
-      api.TPUEstimator(tpu_model_fn, config=config, use_tpu=False,
-                       embedding_config_spec=object())
 
 
 def test_model_fn_signature_subsets_and_config(tmp_path, api):

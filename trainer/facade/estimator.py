@@ -73,6 +73,7 @@ from trainer.engines.graph import added_hooks as graph_hooks
 from trainer.engines.graph import distributed_train
 from trainer.engines.graph import evaluate as graph_evaluate
 from trainer.engines.graph import export as graph_export
+from trainer.engines.graph import graph_replicas
 from trainer.engines.graph import inputs as graph_inputs
 from trainer.engines.graph import program as program_lib
 from trainer.engines.graph import train as graph_train
@@ -326,15 +327,24 @@ def _combine_distributed_scaffold(grouped_scaffold, distribution):
   return distributed_train.combined_scaffold(grouped_scaffold, distribution)
 
 
-def _graph_strategy(config):
-  """The train_distribute strategy Estimator.train runs on the graph engine
-  (graph/distributed_train.py: tf.compat.v1 ParameterServerStrategy,
-  CentralStorageStrategy, a MultiWorkerMirroredStrategy made in graph
-  mode), else None."""
-  strategy = config.train_distribute
-  if strategy is None or not distributed_train.runs_in_graph(strategy):
+def _graph_strategy(config, model_fn, mode=ModeKeys.TRAIN):
+  """The train_distribute (in EVAL: eval_distribute) strategy the graph
+  engine runs `mode` under, else None: in training, tf.compat.v1
+  ParameterServerStrategy, CentralStorageStrategy, a
+  MultiWorkerMirroredStrategy made in graph mode (distributed_train.py);
+  in both modes, a MirroredStrategy of several replicas for a model_fn
+  whose replicas only a graph builds (model_to_estimator's:
+  graph_replicas.py), as a twin made in graph mode."""
+  train = mode == ModeKeys.TRAIN
+  strategy = config.train_distribute if train else config.eval_distribute
+  if strategy is None:
     return None
-  return strategy
+  if train and distributed_train.runs_in_graph(strategy):
+    return strategy
+  if strategy_lib.is_distributed(strategy) and (
+      graph_replicas.runs_in_graph(strategy, model_fn)):
+    return graph_replicas.graph_twin(strategy)
+  return None
 
 
 def _check_not_coordinated(config, method):
@@ -364,6 +374,11 @@ _TF2_BYPASSED = {
         '_maybe_warm_start', '_create_and_assert_global_step',
         '_create_global_step', '_get_features_and_labels_from_input_fn',
         '_get_iterator_from_input_fn', '_call_input_fn', '_call_model_fn'),
+    ModeKeys.PREDICT: (
+        '_create_and_assert_global_step', '_create_global_step',
+        '_get_features_from_input_fn', '_validate_features_in_predict_input',
+        '_call_input_fn', '_call_model_fn', '_maybe_warm_start',
+        '_extract_keys', '_extract_batch_length'),
 }
 
 
@@ -505,7 +520,7 @@ class Estimator:
     Estimator.predict."""
     if mode == ModeKeys.PREDICT:
       return False
-    if mode == ModeKeys.TRAIN and _graph_strategy(self._config):
+    if _graph_strategy(self._config, self._model_fn, mode):
       return False
     distribution = (self._train_distribution if mode == ModeKeys.TRAIN
                     else self._eval_distribution)
@@ -613,7 +628,7 @@ class Estimator:
     """Trains under the RunConfig's train_distribute strategy on the graph
     engine: one Estimator runs in its own graph (_graph_strategy); a
     strategy of one replica trains as without it."""
-    strategy = _graph_strategy(self._config)
+    strategy = _graph_strategy(self._config, self._model_fn)
     if strategy is None:
       return self._train_model_default(input_fn, hooks, saving_listeners)
     return self._actual_train_model_distributed(strategy, input_fn, hooks,
@@ -665,7 +680,11 @@ class Estimator:
         return self._backend().evaluate(steps, input_fn=input_fn,
                                         checkpoint_path=checkpoint_path,
                                         hooks=hooks, name=name)
-    del strategy  # One replica: evaluated as without it (_needs_tf2).
+    # One replica evaluates as without it (_needs_tf2); a model_fn whose
+    # replicas only a graph builds runs under the strategy's graph twin.
+    strategy = _graph_strategy(self._config, self._model_fn, ModeKeys.EVAL)
+    self._eval_graph_strategy = strategy
+    scope = strategy.scope() if strategy else contextlib.nullcontext()
     with tf_private.graph_mode():
       hooks.extend(self._convert_eval_steps_to_hooks(steps))
       if not checkpoint_path:
@@ -675,7 +694,7 @@ class Estimator:
               f'Could not find trained model in model_dir: {self._model_dir}'
               ', running initialization to evaluate.')
         checkpoint_path = latest_path
-      with tf.Graph().as_default():
+      with tf.Graph().as_default(), scope:
         scaffold, update_op, eval_dict, all_hooks = (
             self._evaluate_build_graph(input_fn, hooks, checkpoint_path))
         return self._evaluate_run(
@@ -729,9 +748,27 @@ class Estimator:
             input_hooks, update_op, eval_dict)
 
   def _call_model_fn_eval_distributed(self, input_fn, config):
-    """As _call_model_fn_eval: an eval_distribute strategy on the graph
-    engine has one replica, which evaluates as without it (_needs_tf2)."""
-    return self._call_model_fn_eval(input_fn, config)
+    """As _call_model_fn_eval, once per replica of the graph twin of the
+    eval_distribute strategy (_graph_strategy: a model_fn whose replicas
+    only a graph builds), the replicas' metrics and `loss` combined as
+    Estimator combines them; an eval_distribute strategy of one replica
+    evaluates as without it (_needs_tf2)."""
+    strategy = getattr(self, '_eval_graph_strategy', None)
+    if strategy is None:
+      return self._call_model_fn_eval(input_fn, config)
+    iterator, input_hooks = self._get_iterator_from_input_fn(
+        input_fn, ModeKeys.EVAL, strategy)
+    features, labels = graph_inputs.split(iterator.get_next())
+    grouped = strategy.extended.call_for_each_replica(
+        self._call_model_fn, args=(features, labels, ModeKeys.EVAL, config))
+    eval_metric_ops = _verify_and_create_loss_metric(
+        dict(grouped.eval_metric_ops or {}), grouped.loss, strategy)
+    update_op, eval_dict = _extract_metric_update_ops(eval_metric_ops,
+                                                      strategy)
+    evaluation_hooks = [strategy.experimental_local_results(h)[0]
+                        for h in grouped.evaluation_hooks or ()]
+    return (_combine_distributed_scaffold(grouped.scaffold, strategy),
+            evaluation_hooks, input_hooks, update_op, eval_dict)
 
   def _evaluate_run(self, checkpoint_path, scaffold, update_op, eval_dict,
                     all_hooks, output_dir):
@@ -752,6 +789,16 @@ class Estimator:
               checkpoint_path=None, yield_single_examples=True):
     """Yields predictions (see tf.estimator.Estimator.predict)."""
     _estimator_api_gauge.get_cell('predict').set(True)
+    if self._needs_tf2(ModeKeys.PREDICT):  # TPUEstimator on a TPU.
+      self._refuse_overrides_on_tf2(ModeKeys.PREDICT,
+                                    self._tf2_reason(ModeKeys.PREDICT))
+      with behavior.tf2_behavior():
+        yield from self._backend().predict(
+            input_fn=input_fn, checkpoint_path=checkpoint_path,
+            hooks=_check_hooks_type(hooks),
+            yield_single_examples=yield_single_examples,
+            predict_keys=predict_keys)
+      return
     with tf_private.graph_mode():
       hooks = _check_hooks_type(hooks)
       if not checkpoint_path:

@@ -44,30 +44,26 @@ def _modules(*modules):
   return tuple(p for m in modules for p in (f'{_E}.{m}:*', f'{_E}.{m}.*:*'))
 
 
-# Issue 42 will provide these; until then each is refused.
-_ISSUE_42 = 42
-
 GAPS = (
-    Gap('Keras model_to_estimator',
-        'model_to_estimator turns a compiled Keras model into an Estimator '
-        "through tensorflow_estimator's keras_lib, which the facade does not "
-        'reimplement (yet: issue 42)',
-        'train the Keras model with model.fit (under a tf.distribute '
-        'strategy to scale), or write a model_fn that calls the Keras model '
-        'and returns an EstimatorSpec',
-        _modules('keras_lib'), issue=_ISSUE_42),
-    Gap('KMeans',
-        'KMeans trains with its own clustering loop, which the facade does '
-        'not reimplement (yet: issue 42)',
-        'cluster with a library made for it (scikit-learn KMeans, or '
-        'tf.compat.v1.train clustering in your own model_fn)',
-        _modules('canned.kmeans'), issue=_ISSUE_42),
-    Gap('TPU embeddings',
-        "TPU embeddings need TPUEstimator's TPU-embedding infeed, which the "
-        'facade does not reimplement (yet: issue 42)',
-        'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '
-        'or a regular embedding lookup',
-        _modules('tpu._tpu_estimator_embedding'), issue=_ISSUE_42),
+    Gap("TPU embedding's internals",
+        "the helpers of TPUEstimator's TPU-embedding engine (its feature "
+        'splitting, variable naming and column tables), which run only on '
+        'a TPU, where the facade refuses embedding_config_spec; off TPU the '
+        'embedding columns look up ordinary variables as under TF 2.15',
+        'EmbeddingConfigSpec with use_tpu=False, or '
+        'tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy',
+        _names('tpu._tpu_estimator_embedding',
+               'EmbeddingConfig _EMBEDDING_COLUMN_CLASSES '
+               '_SUPPORTED_FEATURE_COLUMNS _SUPPORTED_OPTIMIZERS '
+               '_TPU_DEVICE_SPECIFIC_EMBEDDING_COLUMNS '
+               '_TPU_EMBEDDING_COLUMN_CLASSES '
+               '_get_embedding_var_name_from_table_name '
+               '_get_embedding_variable_name _get_slot_variable_names '
+               '_get_sparse_feature_from_feature '
+               '_get_table_name_from_embedding_var_name '
+               '_get_weights_from_features _maybe_dense_to_sparse '
+               '_split_tensor get_full_variable_names '
+               'get_tpu_embedding_columns split_inputs')),
     Gap("TPUEstimator's TPU machinery",
         "TPUEstimator's own TPU machinery (infeed and outfeed queues and "
         'hooks, the model_fn wrapper, TPU contexts, its error rendezvous, '

@@ -30,12 +30,14 @@ from trainer.api import estimator_names as estimator_compat
 from trainer.api import specs
 from trainer.compat import estimator_calls
 from trainer.compat import estimator_reexports as reexports
+from trainer.compat import keras_estimator
 from trainer.facade import early_stopping
 from trainer.facade import estimator as estimator_lib
 from trainer.facade import estimator_export
 from trainer.facade import exporter
 from trainer.facade import extenders
 from trainer.facade import gc
+from trainer.facade import keras_lib
 from trainer.facade import run_config
 from trainer.facade import stand_ins
 from trainer.facade import training
@@ -45,6 +47,7 @@ from trainer.facade.canned import baseline
 from trainer.facade.canned import dnn
 from trainer.facade.canned import dnn_linear_combined
 from trainer.facade.canned import head as canned_head
+from trainer.facade.canned import kmeans
 from trainer.facade.canned import linear
 from trainer.facade.canned import metric_keys
 from trainer.facade.canned import optimizers
@@ -68,7 +71,9 @@ from trainer.facade.hooks import in_memory_evaluator
 from trainer.facade.inputs import numpy_io as inputs
 from trainer.facade.inputs import pandas_io
 from trainer.facade.tools import analytics
+from trainer.facade.tpu import embedding as tpu_embedding_spec
 from trainer.facade.tpu import tpu_config
+from trainer.facade.tpu import tpu_embedding as tpu_embedding_v1
 from trainer.facade.tpu import tpu_estimator as tpu_estimator_lib
 from trainer.facade.tpu import util
 
@@ -306,11 +311,94 @@ def _namespaces():
       'tensorflow_estimator': ({}, True),
       'tensorflow_estimator.python': ({}, True),
   }
+  private.update(_surface_modules())
   for base in ('tensorflow.python.estimator',
                'tensorflow_estimator.python.estimator'):
     for suffix, entry in private.items():
       found[base + suffix] = entry
   return found
+
+
+# -- Issue 42 (the whole tf.estimator surface): modules and names added to
+# the tables above, kept apart from them so that each merges on its own.
+_PRIVATE_BASES = ('tensorflow.python.estimator',
+                  'tensorflow_estimator.python.estimator')
+
+
+def _surface_modules():
+  """{suffix under tensorflow_estimator.python.estimator: entry} of the
+  modules issue 42 adds."""
+  return {
+      # tf.keras.estimator.model_to_estimator (tf-keras's) imports it.
+      '.keras_lib': (keras_lib, False),
+      # Its names, not the module: its module-valued names (export_output)
+      # are then the facade's modules at the reference's paths.
+      '.canned.kmeans': ({n: v for n, v in vars(kmeans).items()
+                          if not n.startswith('__') and
+                          not isinstance(v, types.ModuleType)}, False),
+      '.tpu._tpu_estimator_embedding': (_tpu_embedding_names(), False),
+  }
+
+
+def _tpu_embedding_names():
+  """tensorflow_estimator's tpu/_tpu_estimator_embedding's public names."""
+  return {'EmbeddingConfigSpec': tpu_embedding_spec.EmbeddingConfigSpec,
+          'get_configs_from_feature_columns':
+              tpu_embedding_spec.configs_from_feature_columns,
+          **{cls.__name__: cls
+             for cls in tpu_embedding_v1.SUPPORTED_OPTIMIZERS}}
+
+
+def _surface_names():
+  """{module name: {name: value}}: names issue 42 adds to modules the
+  table above makes (a private one under both of its bases)."""
+  private = {
+      '.estimator': {
+          'maybe_overwrite_model_dir_and_session_config':
+              estimator_lib.maybe_overwrite_model_dir_and_session_config},
+      '.run_config': {
+          'get_default_session_config':
+              run_config.get_default_session_config},
+  }
+  public = {
+      # v1 only, as in tensorflow_estimator.
+      'tensorflow.compat.v1.estimator.experimental': {
+          'KMeans': kmeans.KMeansClustering},
+      'tensorflow.compat.v1.estimator.tpu.experimental': {
+          'EmbeddingConfigSpec': tpu_embedding_spec.EmbeddingConfigSpec},
+  }
+  # tpu_estimator re-exports the embedding spec and table optimizers.
+  private['.tpu.tpu_estimator'] = {
+      n: v for n, v in _tpu_embedding_names().items()
+      if n in ('EmbeddingConfigSpec', 'AdagradParameters', 'AdamParameters',
+               'StochasticGradientDescentParameters')}
+  names = {**public, **{base + suffix: names for suffix, names in
+                        private.items() for base in _PRIVATE_BASES}}
+  names['tensorflow.python.tpu.tpu_estimator'] = private['.tpu.tpu_estimator']
+  return names
+
+
+def _publish_tpu_embedding():
+  """TF 1's TPU embedding configuration where TensorFlow (>= 2.16) removed
+  it with Estimator: tf.compat.v1.tpu.experimental's table optimizers and
+  the module tensorflow.python.tpu.tpu_embedding (FeatureConfig,
+  TableConfig, ...), which EmbeddingConfigSpec programs use."""
+  experimental = tf.compat.v1.tpu.experimental
+  for name, cls in tpu_embedding_v1.PUBLIC_V1.items():
+    if not hasattr(experimental, name):
+      setattr(experimental, name, cls)
+  if not _exists('tensorflow.python.tpu.tpu_embedding'):
+    sys.modules.setdefault('tensorflow.python.tpu.tpu_embedding',
+                           tpu_embedding_v1)
+
+
+def _publish_keras_estimator():
+  """tf.keras.estimator and tf.compat.v1.keras.estimator where tf.keras is
+  Keras 3, which has none: tf-keras's (their model_to_estimator calls this
+  facade's keras_lib, and takes tf-keras models), when it is installed."""
+  for api, module in keras_estimator.tf_keras_estimator_modules().items():
+    if not hasattr(api.keras, 'estimator'):
+      api.keras.estimator = module
 
 
 def _exists(name):
@@ -381,6 +469,9 @@ def _build():
       _modules[name] = names
     else:
       _modules[name] = _module(name, names, package)
+  for name, names in _surface_names().items():
+    if name in _modules:  # (TF's own tensorflow.python.tpu modules stay.)
+      _modules[name].__dict__.update(names)
   for name in list(_modules):
     for alias in _aliases_of(name):
       if alias.startswith('tensorflow.python.tpu.') and _exists(alias):
@@ -438,6 +529,8 @@ def install():
       path = '.'.join(owner.split('.')[:depth + 1])
       sys.modules.setdefault(path, functools.reduce(
           getattr, path.split('.')[1:], tf))
+  _publish_keras_estimator()
+  _publish_tpu_embedding()
   logging.info('TensorFlow %s has no tf.estimator: installed the '
                'trainer.legacy facade (the Estimator API: on one device on '
                'the graph engine, under a multi-replica or TPU strategy or '

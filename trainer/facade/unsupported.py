@@ -17,26 +17,9 @@ class UnsupportedApiError(errors.TrainerError, NotImplementedError):
   """An Estimator API the trainer.legacy facade does not provide."""
 
 
-_KMEANS = (
-    'KMeans trains with its own clustering loop, which the facade does not '
-    'reimplement',
-    'cluster with a library made for it (scikit-learn KMeans, or '
-    'tf.compat.v1.train clustering in your own model_fn)')
 # (API, why, alternative), by the name it has under tf.estimator or
 # tf.compat.v1.estimator.
 APIS = {
-    'tf.compat.v1.estimator.experimental.KMeans': _KMEANS,
-    'tf.keras.estimator.model_to_estimator': (
-        'it turns a compiled Keras model into an Estimator through '
-        "tensorflow_estimator's keras_lib, which the facade does not "
-        'reimplement',
-        'train the Keras model with model.fit (under a tf.distribute '
-        'strategy to scale), or write a model_fn that calls the Keras model '
-        'and returns an EstimatorSpec'),
-    'tf.compat.v1.estimator.tpu.experimental.EmbeddingConfigSpec': (
-        'TPU embeddings need TPUEstimator\'s TPU-embedding infeed',
-        'use tf.tpu.experimental.embedding.TPUEmbedding under TPUStrategy, '
-        'or a regular embedding lookup'),
 }
 
 

@@ -35,6 +35,7 @@ from trainer.facade.distributed import estimator_fns
 from trainer.facade.distributed import session_config
 from trainer.facade.hooks import hooks as hooks_lib
 from trainer.facade.tpu import util
+from trainer.facade.tpu import validation
 from trainer.guard import nonfinite
 from trainer.guard import preemption
 from trainer.engines.tf2 import engine as tf2_engine
@@ -153,18 +154,28 @@ class Backend:
     if strategy is not None:
       return strategy, strategy_lib.strategy_kind(strategy)
     if self.model.use_tpu:
-      resolver = getattr(config, 'cluster', None)
-      if resolver is None:
-        raise ValueError(
-            'TPUEstimator(use_tpu=True): the RunConfig has no cluster (a '
-            'TPUClusterResolver). Pass use_tpu=False to run on CPU/GPU, or '
-            'run through `python -m trainer.legacy --cpu_fallback`.')
+      resolver = self._tpu_resolver()
       if id(resolver) not in _tpu_strategies:
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         _tpu_strategies[id(resolver)] = tf.distribute.TPUStrategy(resolver)
       return _tpu_strategies[id(resolver)], 'tpu'
     return None
+
+  def _tpu_resolver(self):
+    resolver = getattr(self.model.config, 'cluster', None)
+    if resolver is None:
+      raise ValueError(
+          'TPUEstimator(use_tpu=True): the RunConfig has no cluster (a '
+          'TPUClusterResolver). Pass use_tpu=False to run on CPU/GPU, or '
+          'run through `python -m trainer.legacy --cpu_fallback`.')
+    return resolver
+
+  def tpu_system(self):
+    """The metadata (cores, hosts, cores per host) of the RunConfig's TPU,
+    as TPUEstimator reads it before each call: a validation.TPUSystem."""
+    return validation.TPUSystem.of(
+        self._tpu_resolver().get_tpu_system_metadata())
 
   def _runner(self, mode, input_fn=None, train_steps=None):
     """A Tf2Engine for one call in `mode`, and its EstimatorFns."""

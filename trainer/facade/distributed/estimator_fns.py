@@ -23,6 +23,8 @@ import tensorflow as tf
 from trainer.api import model_fns
 from trainer.api import specs
 from trainer.compat import estimator_calls
+from trainer.compat import vocab_warm_start
+from trainer.facade.tpu import validation
 
 
 
@@ -31,11 +33,6 @@ class WarmStart:
 
   def __init__(self, settings):
     self.ckpt, self.vars, self.vocab, self.prev_names = settings
-    if self.vocab:
-      raise NotImplementedError(
-          'WarmStartSettings(var_name_to_vocab_info=...) is not supported by '
-          'trainer.legacy; warm-start vocabulary-remapped embeddings with '
-          'tf.compat.v1.train.warm_start in a scaffold_fn.')
 
   def assignment_map(self, trainable, global_):
     """{checkpoint name: variable name} of the variables to warm-start."""
@@ -51,16 +48,33 @@ class WarmStart:
     prev = self.prev_names or {}
     return {prev.get(n, n): n for n in dict.fromkeys(selected)}
 
-  def apply(self, trainable, global_):
+  def apply(self, trainable, global_, variables=None):
     """Initialises the selected variables from the checkpoint (call where
-    get_variable finds them: in a scaffold_fn)."""
+    get_variable finds them: in a scaffold_fn); those with a VocabInfo
+    remapped to their new vocabulary, as tf.compat.v1.train.warm_start
+    does (`variables`: {name: variable} of them). ValueError for a
+    VocabInfo of a variable not warm-started (TF's)."""
     path = self.ckpt
     if tf.io.gfile.isdir(path):
       path = tf.train.latest_checkpoint(path) or path
     mapping = self.assignment_map(trainable, global_)
+    selected = dict.fromkeys(mapping.values())
+    vocab = {n: i for n, i in (self.vocab or {}).items() if n in selected}
+    plain = {k: v for k, v in mapping.items() if v not in vocab}
     tf.compat.v1.logging.info('Warm-starting %d variable(s) from %s.',
                               len(mapping), path)
-    tf.compat.v1.train.init_from_checkpoint(path, mapping)
+    for name, info in vocab.items():
+      vocab_warm_start.warm_start_var_with_vocab(
+          variables[name], path, info, (self.prev_names or {}).get(name))
+    if plain:
+      tf.compat.v1.train.init_from_checkpoint(path, plain)
+    unused = set(self.vocab or {}) - set(vocab)
+    if unused:  # After the others, as TF's warm_start checks.
+      raise ValueError(
+          'You provided the following variables in var_name_to_vocab_info '
+          f'that were not used: {unused}.  Perhaps you misspelled them?  '
+          'Here is the list of viable variable names: '
+          f'{selected.keys()}')
 
 
 def _variable_names(key):
@@ -103,6 +117,17 @@ class EstimatorFns:
   def model_fn(self, features, labels, mode, params):
     """The user's model_fn with Estimator's arguments; its spec."""
     model = self.model
+    on_tpu = model.use_tpu and params['batch_size'] is not None  # Not export.
+    if on_tpu:  # TPUEstimator's checks, in its order.
+      validation.check_features(
+          features, labels,
+          model.config.tpu_config.per_host_input_for_training)
+      if 'labels' not in estimator_calls.fn_args(model.model_fn) and (
+          labels is not None):
+        raise ValueError(
+            'model_fn does not take labels, but input_fn returns labels.')
+      validation.check_model_fn_args(model.model_fn,
+                                     estimator_calls.fn_args(model.model_fn))
     user_params = copy.copy(model.params)  # Its type, as Estimator's.
     if model.is_tpu:
       if params['batch_size'] is None:  # Export: predict_batch_size.
@@ -114,6 +139,8 @@ class EstimatorFns:
       user_params['use_tpu'] = params['use_tpu']
     spec = model_fns.call_model_fn(model.model_fn, features, labels,
                                    mode, user_params, model.config)
+    if on_tpu:
+      validation.check_spec(spec, mode)
     if mode == specs.ModeKeys.PREDICT:
       self.predictions_are_dict = isinstance(
           getattr(spec, 'predictions', None), dict)
@@ -125,7 +152,9 @@ class EstimatorFns:
     """spec whose scaffold also warm-starts (before any checkpoint restore
     the runner does, so a checkpoint in model_dir wins, as in Estimator)."""
     names = (_variable_names(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES),
-             _variable_names(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
+             _variable_names(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES),
+             {v.name.split(':')[0]: v for v in tf.compat.v1.get_collection(
+                 tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)})
     warm_start = WarmStart(self.model.warm_start)
     tpu_spec = hasattr(spec, 'scaffold_fn')
     user = spec.scaffold_fn if tpu_spec else getattr(spec, 'scaffold', None)

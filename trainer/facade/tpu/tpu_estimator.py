@@ -13,9 +13,11 @@ import tensorflow as tf
 
 from trainer.api import specs
 from trainer.compat import cpu_fallback
+from trainer.compat import estimator_calls
 from trainer.compat import estimator_reexports
 from trainer.compat import tpu_rewrite as compat_tpu_inference
 from trainer.facade import estimator as estimator_lib
+from trainer.facade import unsupported
 from trainer.facade.distributed import backend
 from trainer.engines.graph import added_hooks
 from trainer.engines.graph import program as program_lib
@@ -23,6 +25,7 @@ from trainer.engines.graph import tpu_export as tpu_inference
 from trainer.facade.tpu import inference
 from trainer.facade.tpu import tpu_config
 from trainer.facade.tpu import util
+from trainer.facade.tpu import validation
 
 ModeKeys = specs.ModeKeys
 TPUEstimatorSpec = specs.TPUEstimatorSpec
@@ -102,7 +105,6 @@ class TPUEstimator(estimator_lib.Estimator):
                export_to_tpu=True, export_to_cpu=True, warm_start_from=None,
                embedding_config_spec=None,
                export_saved_model_api_version=ExportSavedModelApiVersion.V1):
-    del eval_on_tpu
     _tpu_estimator_gauge.get_cell().set(True)
     if config is None or not isinstance(config, tpu_config.TPURunConfig):
       raise ValueError(
@@ -124,14 +126,26 @@ class TPUEstimator(estimator_lib.Estimator):
                           ('predict_batch_size', predict_batch_size)):
         if value is not None:
           util.check_positive_integer(value, name)
+      if embedding_config_spec and (
+          config.tpu_config.per_host_input_for_training not in (
+              tpu_config.InputPipelineConfig.PER_HOST_V1,
+              tpu_config.InputPipelineConfig.PER_HOST_V2)):
+        raise ValueError(
+            'Only PER_HOST_V1 and PER_HOST_V2 is supported when using TPU '
+            'Embedding; got '
+            f'{config.tpu_config.per_host_input_for_training}.')
+    if (not (use_tpu and eval_on_tpu) and embedding_config_spec and
+        embedding_config_spec.partition_strategy == 'mod'):
+      raise ValueError('Mod sharding of embedding tables not supported on '
+                       'CPU.')
+    if (embedding_config_spec is not None and
+        config.tpu_config.num_shards == 1 and
+        config.tpu_config.num_cores_per_replica is None):
+      raise ValueError('Setting TPUConfig.num_shards==1 is unsupported when '
+                       'embedding_config_spec is not None.')
     if use_tpu and cpu_fallback.is_fallback(config.cluster):
       cpu_fallback.log_use_tpu_fallback()
       use_tpu = False
-    if embedding_config_spec is not None:
-      raise NotImplementedError(
-          'TPUEstimator(embedding_config_spec=...) (TPU embeddings) is not '
-          'supported by trainer.legacy: use tf.tpu.experimental.embedding.'
-          'TPUEmbedding under TPUStrategy, or a regular embedding lookup.')
     export_api_version = getattr(export_saved_model_api_version, 'value',
                                  export_saved_model_api_version)
     if export_api_version not in (1, 2):
@@ -152,6 +166,10 @@ class TPUEstimator(estimator_lib.Estimator):
     elif log_every_n_steps is not None:
       log_every_n_steps = int(math.ceil(float(log_every_n_steps) / value))
     self._use_tpu = bool(use_tpu)
+    self._eval_on_tpu = bool(eval_on_tpu)
+    self._embedding_config_spec = embedding_config_spec
+    self._context = validation.TPUContext(
+        self._config, train_batch_size, eval_batch_size, predict_batch_size)
     self._batch_sizes = (train_batch_size, eval_batch_size, predict_batch_size)
     self._export_to_cpu = export_to_cpu
     self._export_to_tpu = export_to_tpu
@@ -168,8 +186,64 @@ class TPUEstimator(estimator_lib.Estimator):
   def _tpu_settings(self):
     return getattr(self, '_settings', None)
 
+  def _on_tpu(self, mode):
+    """Whether `mode` runs on the TPU: use_tpu, but evaluation with
+    eval_on_tpu=False, which runs on the CPU (TPUEstimator's)."""
+    return self._use_tpu and (mode != ModeKeys.EVAL or self._eval_on_tpu)
+
   def _needs_tf2(self, mode):
-    return self._use_tpu or super()._needs_tf2(mode)
+    return self._on_tpu(mode) or super()._needs_tf2(mode)
+
+  def _tpu_system(self, mode):
+    """The metadata of the TPU system `mode` runs on (validation.TPUSystem),
+    which TPUEstimator reads first in each call."""
+    del mode  # The facade's cluster serves every mode.
+    return self._backend().tpu_system()
+
+  def _validate_on_tpu(self, mode):
+    # A subclass's override the tf2 runner would bypass is refused first,
+    # before the TPU is reached.
+    self._refuse_overrides_on_tf2(mode, self._tf2_reason(mode))
+    self._context.validate(mode, self._tpu_system(mode))
+    if self._embedding_config_spec is not None:
+      raise unsupported.UnsupportedApiError(
+          'TPUEstimator(embedding_config_spec=...) on a TPU is not supported '
+          'by trainer.legacy yet: its TPU embedding engine (the TPU '
+          "embedding columns' lookups and table optimizers) has no "
+          'implementation on TF2\'s TPUStrategy here. Instead: run with '
+          'use_tpu=False (or --cpu_fallback), where the columns look up '
+          'ordinary variables as under TF 2.15, or train the tables with '
+          'tf.tpu.experimental.embedding.TPUEmbedding (the configs: '
+          'trainer.facade.tpu.embedding.tf2_feature_configs(spec)).')
+
+  def _convert_train_steps_to_hooks(self, steps, max_steps):
+    if self._on_tpu(ModeKeys.TRAIN):
+      self._validate_on_tpu(ModeKeys.TRAIN)
+      validation.check_train_steps(steps, max_steps)
+    return super()._convert_train_steps_to_hooks(steps, max_steps)
+
+  def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None,
+               name=None):
+    """Estimator.evaluate; on a TPU after TPUEstimator's checks of the
+    configuration and of `steps`."""
+    if self._on_tpu(ModeKeys.EVAL):
+      self._validate_on_tpu(ModeKeys.EVAL)
+      validation.check_eval_steps(steps)
+    return super().evaluate(input_fn, steps=steps, hooks=hooks,
+                            checkpoint_path=checkpoint_path, name=name)
+
+  def predict(self, input_fn, predict_keys=None, hooks=None,
+              checkpoint_path=None, yield_single_examples=True):
+    """Estimator.predict; on a TPU after TPUEstimator's checks of the
+    input_fn and of the configuration."""
+    if self._on_tpu(ModeKeys.PREDICT):
+      validation.check_input_fn_args(input_fn,
+                                     estimator_calls.fn_args(input_fn))
+      self._validate_on_tpu(ModeKeys.PREDICT)
+    yield from super().predict(
+        input_fn, predict_keys=predict_keys, hooks=hooks,
+        checkpoint_path=checkpoint_path,
+        yield_single_examples=yield_single_examples)
 
   def _tf2_reason(self, mode):
     if self._use_tpu:
