@@ -105,6 +105,35 @@ def test_hook_that_needs_a_session_is_refused_by_name(tmp_path):
     runner.train(10)
 
 
+@pytest.mark.parametrize('make_hook, match', [
+    (lambda loss, logits: v1.train.ProfilerHook(save_steps=1,
+                                                output_dir='/nonexistent'),
+     'ProfilerHook traces session.run calls .* tf.profiler.experimental'),
+    (lambda loss, logits: v1.train.FinalOpsHook({'loss': loss}),
+     'FinalOpsHook runs .* after the last step'),
+])
+def test_session_only_hooks_are_refused_before_the_first_step(
+    tmp_path, make_hook, match):
+  model_fn = _model_fn(lambda loss, logits: [make_hook(loss, logits)])
+  runner = _runner(tmp_path, 'tf2', model_fn, train_steps=10)
+  with pytest.raises(hooks_lib.HookNeedsSessionError, match=match):
+    runner.train(10)
+  assert (testutil.latest_step(str(tmp_path / 'tf2')) or 0) == 0
+
+
+def test_final_ops_hook_over_variables_reads_their_final_values(tmp_path):
+  made = []
+
+  def make_hooks(loss, _):
+    made.append(v1.train.FinalOpsHook(
+        {'step': v1.train.get_global_step()}))
+    return made[-1:]
+
+  runner = _runner(tmp_path, 'tf2', _model_fn(make_hooks), train_steps=6)
+  runner.train(6)
+  assert int(made[-1].final_ops_values['step']) == 6
+
+
 def test_scaffold_init_op_of_initializers_is_what_already_happened(tmp_path):
   def scaffold():  # Estimator's default init_op, written out by users.
     return v1.train.Scaffold(init_op=tf.group(

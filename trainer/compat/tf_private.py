@@ -167,6 +167,12 @@ def session_run_hooks_module():
   return basic_session_run_hooks
 
 
+def final_ops_of(hook):
+  """What a tf.compat.v1.train.FinalOpsHook runs at its end (its
+  `final_ops`: a tensor, list or dict, or None)."""
+  return hook._final_ops  # pylint: disable=protected-access
+
+
 def _evaluation_module():
   """tensorflow.python.training.evaluation, looked up at each call (as
   Estimator.evaluate does; tests patch it there)."""

@@ -157,11 +157,55 @@ def placeholders_like(tensors):
           for t in tensors]
 
 
+def _profiler_hook_problem(hook):
+  del hook
+  return ('traces session.run calls into timeline-N.json files (a '
+          "Session's RunMetadata step stats), which the tf2 runner's "
+          'tf.function steps do not give. Profile with '
+          'tf.profiler.experimental.start(logdir) and stop() around the '
+          'call (TensorBoard\'s Profile tab), or run it without a '
+          'distribution strategy, where a Session runs the hook')
+
+
+def _final_ops_hook_problem(hook):
+  tensors = [op for op in tf.nest.flatten(tf_private.final_ops_of(hook))
+             if not isinstance(op, tf.Variable)]
+  if not tensors:
+    return None  # Variables: their final values are known at the end.
+  return (f'runs {tensors[0]!r} in a tf.compat.v1.Session after the last '
+          'step, which the tf2 runner has none of. Give FinalOpsHook '
+          'variables (their final values are read), fetch the tensor in a '
+          "hook's before_run (its last value reaches after_run), or run it "
+          'without a distribution strategy, where a Session runs the hook')
+
+
+# Hooks whose point is what only a Session gives (RunMetadata, a session.run
+# after the last step): type -> problem(hook), a sentence or None if this
+# instance is fine. Refused when the step is traced, before its first run.
+_SESSION_ONLY_HOOKS = {
+    _v1.train.ProfilerHook: _profiler_hook_problem,
+    _v1.train.FinalOpsHook: _final_ops_hook_problem,
+}
+
+
+def refuse_session_only_hooks(hooks):
+  """Raises HookNeedsSessionError for the first hook in `hooks` that needs a
+  Session's own features (ProfilerHook's step stats, FinalOpsHook over
+  graph tensors), naming it and what to do instead."""
+  for hook in hooks:
+    for kind, problem in _SESSION_ONLY_HOOKS.items():
+      sentence = problem(hook) if isinstance(hook, kind) else None
+      if sentence:
+        raise HookNeedsSessionError(
+            f'SessionRunHook {_hook_name(hook)} {sentence}.')
+
+
 class HookRunner:
   """Drives a list of SessionRunHooks around the steps of one mode."""
 
   def __init__(self, hooks):
     self.hooks = list(hooks or ())
+    refuse_session_only_hooks(self.hooks)
     self._fetches = []  # Per hook: the flat fetch list seen at trace time.
     self._index = {}  # id(tensor) -> position in step outputs.
     self._tensors = []  # Step outputs, in position order.
@@ -203,6 +247,7 @@ class HookRunner:
     self._step_reads = [id(t) for t in step_reads]
     global_step = _v1.train.get_global_step()
     self._first_args = []
+    refuse_session_only_hooks(self.hooks)  # Also those the model_fn made.
     with tf1_semantics.graph_semantics(), _quiet_collection_noise():
       for hook in self.hooks:
         hook.begin()
