@@ -55,7 +55,7 @@ NEWEST_TESTS="${NEWEST_TESTS:-tests/main/main_test.py
   tests/api/estimator_names_test.py tests/compat/tf_private_test.py
   tests/canned/wide_deep_test.py
   tests/facade/inventory_test.py tests/facade/subclass_contract_test.py
-  tests/migrate/migrate_test.py}"
+  tests/migrate/migrate_test.py tests/facade/keras_test.py}"
 
 passed=0; failed=0; status=0
 
