@@ -72,8 +72,7 @@ GAPS = (
         'use TPUEstimator itself (params["batch_size"], params["context"] '
         'in input_fn, TPUEstimatorSpec, host_call); for the mechanics, '
         'tf.distribute.TPUStrategy',
-        _modules('tpu.tpu_context', 'tpu.error_handling',
-                 'tpu.iteration_count_estimator') + _names(
+        _modules('tpu.tpu_context', 'tpu.error_handling') + _names(
             'tpu.tpu_estimator',
             'CatchInvalidHostcallFunctions InstallSignalHandlerHook '
             'PeriodicLogger TPUInfeedOutfeedSessionHook '

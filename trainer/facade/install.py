@@ -72,6 +72,7 @@ from trainer.facade.inputs import numpy_io as inputs
 from trainer.facade.inputs import pandas_io
 from trainer.facade.tools import analytics
 from trainer.facade.tpu import embedding as tpu_embedding_spec
+from trainer.facade.tpu import iteration_count_estimator
 from trainer.facade.tpu import tpu_config
 from trainer.facade.tpu import tpu_embedding as tpu_embedding_v1
 from trainer.facade.tpu import tpu_estimator as tpu_estimator_lib
@@ -294,6 +295,7 @@ def _namespaces():
       '.tpu.tpu_estimator': (tpu_estimator_lib, False),
       '.tpu.tpu_config': (tpu_config, False),
       '.tpu.util': (util, False),
+      '.tpu.iteration_count_estimator': (iteration_count_estimator, False),
   }
   found = {
       'tensorflow.estimator': (dict(v2), True),
