@@ -77,9 +77,12 @@ def _free_ports(n):
   return ports
 
 
-def _env():
+def _env(lane='legacy'):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=ROOT,
              CUDA_VISIBLE_DEVICES='')
+  if lane != 'legacy':
+    # Keras 2 (tf-keras) for tf.compat.v1.layers, as the facade selects it.
+    env['TF_USE_LEGACY_KERAS'] = '1'
   env.pop('TF_CONFIG', None)
   return env
 
@@ -95,7 +98,7 @@ def _run_one(lane, program, args, work, timeout):
     return _run_cluster(lane, args, model_dir, out, log, timeout)
   with open(log, 'w') as f:
     code = subprocess.run(_command(lane, program, through, args), stdout=f,
-                          stderr=subprocess.STDOUT, env=_env(),
+                          stderr=subprocess.STDOUT, env=_env(lane),
                           timeout=timeout, check=False).returncode
   return _read(out, log, code, program, lane)
 
@@ -119,7 +122,7 @@ def _run_cluster(lane, args, model_dir, out, log, timeout):
   procs = []
   try:
     for kind, index in tasks:
-      env = _env()
+      env = _env(lane)
       env['TF_CONFIG'] = json.dumps(
           {'cluster': cluster, 'task': {'type': kind, 'index': index}})
       task_args = list(args)
@@ -217,6 +220,7 @@ def main(argv):
   parser.add_argument('--train_steps', type=int, default=2000)
   parser.add_argument('--warmup_steps', type=int, default=200)
   parser.add_argument('--timeout', type=int, default=900)
+  parser.add_argument('--json_out', help='also write every run\'s figures')
   parser.add_argument('--keep', action='store_true',
                       help='keep the model_dirs and logs (named at the end)')
   flags = parser.parse_args(argv[1:])
@@ -241,7 +245,7 @@ def main(argv):
   print(f'bench.facade: {rounds} round(s), {steps} steps, programs '
         f'{",".join(programs)}, lanes legacy,{",".join(lanes)}; load '
         f'{os.getloadavg()[0]:.2f}', flush=True)
-  runs = []
+  runs, failed = [], []
   for index in range(rounds):
     round_runs = {}
     for program in programs:
@@ -250,20 +254,33 @@ def main(argv):
         sides.reverse()
       for lane in sides:
         start = time.perf_counter()
-        figures = _run_one(lane, program, args, work, flags.timeout)
+        try:
+          figures = _run_one(lane, program, args, work, flags.timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+          failed.append(f'round {index + 1} {program} {lane}: {e}')
+          print(f'round {index + 1} {program:<18} {lane:<7} FAILED: '
+                f'{str(e).strip().splitlines()[-1]}', flush=True)
+          continue
         round_runs[(program, lane)] = figures
         print(f'round {index + 1} {program:<18} {lane:<7} '
               f'{figures.get("steps_per_sec", 0):8.1f} steps/s  '
               f'rss {figures.get("peak_rss_mb", 0):6.0f} MB  '
               f'({time.perf_counter() - start:.0f} s)', flush=True)
     runs.append(round_runs)
+  if flags.json_out:
+    with open(flags.json_out, 'w') as f:
+      json.dump([{f'{p} {l}': v for (p, l), v in r.items()} for r in runs], f)
   for line in report(runs, programs, lanes):
     print(line)
+  if failed:
+    print(f'bench.facade: {len(failed)} run(s) failed:', file=sys.stderr)
+    for text in failed:
+      print(text, file=sys.stderr)
   if flags.keep:
     print(f'bench.facade: model_dirs and logs in {work}', file=sys.stderr)
   else:
     subprocess.run(['rm', '-rf', work], check=False)
-  return 0
+  return 1 if failed else 0
 
 
 if __name__ == '__main__':
