@@ -88,6 +88,20 @@ def global_step_read():
   return training_util._get_or_create_global_step_read()  # pylint: disable=protected-access
 
 
+def read_scalar(variable):
+  """The value of a scalar variable (the global step) as numpy, read
+  without the cross-replica identity op of a MirroredVariable: a
+  MirroredVariable holds the same value on every device, and numpy() in
+  cross-replica context reads the component of the current device (or the
+  primary) through an extra identity op, 0.29 ms against 0.08 ms a read on
+  2 logical CPUs (bench/facade.py mirrored, 3 reads a loop). Other
+  variables (TPU, per-worker, plain) read as numpy() does."""
+  from tensorflow.python.distribute import values  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  if type(variable) is values.MirroredVariable:  # pylint: disable=unidiomatic-typecheck
+    return variable._get_on_device_or_primary().numpy()  # pylint: disable=protected-access
+  return variable.numpy()
+
+
 def fed_session_callable(session, feeds, fetches):
   """f(*feed_values) -> [values of the tensors in `fetches`] that also runs
   the ops in `fetches`, in one call into the C++ session (what Keras' graph
