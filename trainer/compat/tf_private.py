@@ -5,7 +5,7 @@ tests/layering_test.py): this one for what the runners read and call, and
 checkpoint_init, facade_private, iterator_capture, op_seeds and
 tf1_semantics for the TF1 behaviours they reproduce or patch in.
 
-Seven things the tf2 runner needs have no public API:
+Eight things the tf2 runner needs have no public API:
   * the Estimator's loss scaling: a tf.compat.v1 optimizer divides the loss
     by the replica count only while the strategy's private flag
     `_scale_loss_for_estimator` is set (Estimator sets it; so do we);
@@ -25,8 +25,10 @@ Seven things the tf2 runner needs have no public API:
     (`configure_peer_heartbeat`);
   * tf.function's first-call variable creation on its own
     (`create_variables`): get_concrete_function of a function that creates
-    variables traces it twice, once creating them and once more without.
-tests/compat/tf_private_test.py covers the first four and the last on every lane,
+    variables traces it twice, once creating them and once more without;
+  * a MirroredVariable's value without the cross-replica identity op
+    (`read_scalar`): the global step, read three times a loop.
+tests/compat/tf_private_test.py covers the first four and the last two on every lane,
 tf2_hooks_test the fifth, multi_worker_preemption_test the sixth.
 """
 
