@@ -28,8 +28,9 @@ Eight things the tf2 runner needs have no public API:
     variables traces it twice, once creating them and once more without;
   * a MirroredVariable's value without the cross-replica identity op
     (`read_scalar`): the global step, read three times a loop.
-tests/compat/tf_private_test.py covers the first four and the last two on every lane,
-tf2_hooks_test the fifth, multi_worker_preemption_test the sixth.
+tests/compat/tf_private_test.py covers the first four and the last two on
+every lane, tf2_hooks_test the fifth, multi_worker_preemption_test the
+sixth.
 """
 
 import contextlib
