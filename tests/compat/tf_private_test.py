@@ -120,3 +120,15 @@ def test_create_variables_traces_once_and_initialises():
   assert hasattr(function, '_initialize'), 'TF renamed it: one trace more'
   # Made and initialised; the traced update did not run.
   assert holder[0].numpy().tolist() == [3.0, 3.0]
+
+
+def test_read_scalar_reads_a_mirrored_variable_as_numpy_does():
+  one_cpu = tf.distribute.MirroredStrategy(['/cpu:0'])  # In process.
+  with one_cpu.scope():
+    step = tf.Variable(0, dtype=tf.int64,
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+  one_cpu.run(lambda: step.assign_add(3))
+  plain = tf.Variable(5, dtype=tf.int64)
+  assert type(step).__name__ == 'MirroredVariable'
+  assert tf_private.read_scalar(step) == step.numpy() == 3
+  assert tf_private.read_scalar(plain) == 5

@@ -37,6 +37,7 @@ from trainer.api import estimator_names as estimator_compat
 from trainer.compat import collective_keys
 from trainer.compat import estimator_calls
 from trainer.compat import op_seeds
+from trainer.compat import tf_private
 from trainer.engines.tf2 import evaluate
 from trainer.engines.tf2 import export
 from trainer.engines.tf2 import input_context
@@ -129,7 +130,7 @@ class Tf2Engine:
       variable = self.module.variables_by_name().get('global_step')
       self._global_step_variable = variable
     if variable is not None and not self.stale:
-      return int(variable.numpy())
+      return int(tf_private.read_scalar(variable))
     return checkpoints.latest_checkpoint_step(self._params['model_dir']) or 0
 
   def train(self, to_step=None, *, steps=None, input_fn=None, hooks=(),
