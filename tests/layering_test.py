@@ -72,7 +72,8 @@ LOOSE_MODULES = {'__init__.py', 'main.py', 'verify_migration.py',
 NO_INPUT_FN = ('trainer.runtime',)
 # Packages that read the project's settings from the typed Config they are
 # given, never from a params dict (made only at the model_fn/input_fn call).
-TYPED_CONFIG = ('trainer.runtime', 'trainer.engines', 'trainer.guard')
+TYPED_CONFIG = ('trainer.runtime', 'trainer.engines', 'trainer.guard',
+                'trainer.memory')
 # Besides the library: what else is checked for private TF access.
 OTHER_SOURCES = ('scripts', 'bench', 'tools')
 

@@ -8,8 +8,11 @@ consumer invents a default: flags.py takes its defaults from `DEFAULTS`, tests
 build configs with `Config(...)` / `replace`, and an unknown key is a TypeError
 naming it.
 
-Runners and model code read the `params` dict Estimator gives a model_fn,
-derived from the config by `as_params()` (list settings as lists).
+The Config is passed down as the object: the runners, engines, runtime,
+guard and memory report read its attributes (tests/layering_test.py checks
+they read no setting from a dict). Model code (model_fn/, input_fn/) reads
+the `params` dict Estimator gives a model_fn, made from the config by
+`as_params()` (list settings as lists) at the model_fn / input_fn call.
 """
 
 import dataclasses

@@ -242,11 +242,10 @@ class Tf2Engine:
     use_tpu False."""
     params = self._user_params()
     if self._model_params is None:
-      params.update(model_dir=self.model_dir)
-    params.update(
-        batch_size=None if export else self._per_replica_batch[
-            'train' if mode == estimator_compat.ModeKeys.TRAIN else 'eval'],
-        use_tpu=False)
+      params['model_dir'] = self.model_dir
+    params['batch_size'] = None if export else self._per_replica_batch[
+        'train' if mode == estimator_compat.ModeKeys.TRAIN else 'eval']
+    params['use_tpu'] = False
     return params
 
   def dataset(self, mode, input_fn):
@@ -257,11 +256,10 @@ class Tf2Engine:
     def dataset_fn(context):
       params = self._user_params()
       if self._model_params is None:
-        params.update(mode=mode)  # The trainer's input_fn contract.
+        params['mode'] = mode  # The trainer's input_fn contract.
       tpu_context = input_context.TPUInputContext(context, host)
-      params.update(
-          batch_size=context.get_per_replica_batch_size(global_batch),
-          context=tpu_context)
+      params['batch_size'] = context.get_per_replica_batch_size(global_batch)
+      params['context'] = tpu_context
       with op_seeds.input_fn_op_seeds():  # The estimator runner's seeds.
         return input_tensors.input_dataset(
             lambda: estimator_calls.call_input_fn(
@@ -278,7 +276,7 @@ class Tf2Engine:
     given (an evaluation of one device's whole batch)."""
     params = self.model_params(mode)
     if batch_size is not None:
-      params.update(batch_size=batch_size)
+      params['batch_size'] = batch_size
     return spec_lib.normalize(self.module(features, labels, mode, params),
                               mode)
 
