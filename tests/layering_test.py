@@ -16,6 +16,9 @@ flags.py) and its imports, function-level ones and
     (trainer.facade.install);
   * trainer/ keeps few loose modules: the entry points and the
     configuration (LOOSE_MODULES); everything else lives in a package;
+  * the runtime imports no input_fn/ (NO_INPUT_FN), and trainer.main, the
+    runners, engines, runtime, guard and memory report read no setting
+    from a params dict (TYPED_CONFIG): they read the typed Config;
   * only trainer/compat touches TensorFlow's internals: no other module of
     the project, scripts/, bench/ or tools/ imports TF's private modules
     (tensorflow.python, tf_keras.src, ...) or reads a `_`-prefixed
@@ -71,9 +74,11 @@ LOOSE_MODULES = {'__init__.py', 'main.py', 'verify_migration.py',
 # (trainer/models/inputs.py).
 NO_INPUT_FN = ('trainer.runtime',)
 # Packages that read the project's settings from the typed Config they are
-# given, never from a params dict (made only at the model_fn/input_fn call).
-TYPED_CONFIG = ('trainer.runtime', 'trainer.engines', 'trainer.guard',
-                'trainer.memory')
+# given, never from a params dict (made only at the model_fn/input_fn call;
+# the facade's user params are the user's, trainer/models/builtin.py's
+# helpers model code's).
+TYPED_CONFIG = ('trainer.main', 'trainer.runners', 'trainer.runtime',
+                'trainer.engines', 'trainer.guard', 'trainer.memory')
 # Besides the library: what else is checked for private TF access.
 OTHER_SOURCES = ('scripts', 'bench', 'tools')
 
