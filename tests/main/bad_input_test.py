@@ -120,9 +120,10 @@ def test_skip_corrupt_records_skips_and_counts(tmp_path):
   in_file = sum(1 for _ in tf.data.TFRecordDataset(original))
   lost = in_file - _records_before(original, CORRUPT_AT)
   assert lost > 0
-  readable = tfrecord.count_records(params)
+  readable = tfrecord.count_records(params.as_params())
   assert readable == tfrecord.count_records(clean) - lost
-  dataset = tfrecord.input_fn(dict(params, mode='infer', batch_size=50))
+  dataset = tfrecord.input_fn(dict(params.as_params(), mode='infer',
+                                   batch_size=50))
   assert sum(len(labels) for _, labels in dataset) == readable
 
 
