@@ -274,7 +274,8 @@ def compare(params, model_fn, input_fn, steps, work_dir,
   init_dir = os.path.join(work_dir, 'init')
   # One strategy for every run in this process: two MirroredStrategy
   # instances would reuse each other's collective keys.
-  strategy = strategy_lib.make_strategy(config_lib.from_params(params))
+  strategy = strategy_lib.make_strategy(
+      config_lib.from_params(params).cluster)
   names = _initial_checkpoint(params, model_fn, input_fn, init_dir, strategy)
   check_comparable(names, runner_pair, params)
   results = []

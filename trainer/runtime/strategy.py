@@ -41,11 +41,11 @@ def split_cpu(num_devices):
           f'{have} CPU device(s) in this process: {e}') from e
 
 
-def make_strategy(config):
-  """(strategy, kind) for a Config; kind names the choice for logs and
-  tests."""
-  if config.use_tpu:
-    resolver = tpu_cluster.resolve_tpu(config)
+def make_strategy(cluster):
+  """(strategy, kind) for a Config's cluster settings (`config.cluster`, a
+  trainer.config.Cluster); kind names the choice for logs and tests."""
+  if cluster.use_tpu:
+    resolver = tpu_cluster.resolve_tpu(cluster)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
@@ -55,9 +55,9 @@ def make_strategy(config):
     return (tf.distribute.experimental.ParameterServerStrategy(
         tf_config.training_cluster_resolver()), 'parameter_server')
   if tf_config.cluster_workers() > 1:
-    tf_config.configure_peer_timeout(config.peer_timeout_secs)
+    tf_config.configure_peer_timeout(cluster.peer_timeout_secs)
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'
-  num_cpu = config.num_cpu_devices
+  num_cpu = cluster.num_cpu_devices
   split_cpu(num_cpu)
   devices = (tf.config.list_logical_devices('GPU') or
              tf.config.list_logical_devices('CPU')[:num_cpu])

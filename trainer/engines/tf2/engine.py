@@ -93,7 +93,7 @@ class Tf2Engine:
     self.config = config
     op_seeds.set_global_seed(settings.seed)
     self.strategy, self.strategy_kind = strategy or (
-        strategy_lib.make_strategy(settings))
+        strategy_lib.make_strategy(settings.cluster))
     # Another MirroredStrategy of this process may have used its keys.
     collective_keys.use_own_keys(self.strategy)
     self.jit = strategy_lib.choose_jit(self.strategy_kind,

@@ -109,7 +109,7 @@ class EstimatorRunner:
     self._input_fns = (dict(input_fn) if isinstance(input_fn, dict) else
                        {mode: input_fn for mode in ('train', 'eval', 'infer')})
     self._serving_input_fn = serving_input_fn
-    resolver = tpu_cluster.resolve_tpu(config)
+    resolver = tpu_cluster.resolve_tpu(config.cluster)
     run_config = _tpu.RunConfig(
         cluster=resolver,
         model_dir=config.model_dir,

@@ -105,7 +105,7 @@ class NativeRunner:
     self._config = config
     self._params = config.as_params()  # What the model code reads.
     if strategy is None:
-      self.strategy, kind = strategy_lib.make_strategy(config)
+      self.strategy, kind = strategy_lib.make_strategy(config.cluster)
     else:
       self.strategy, kind = (strategy,
                              strategy_lib.strategy_kind(strategy))
