@@ -58,17 +58,23 @@ def _args(config, **overrides):
   return [f'--{k}={value(v)}' for k, v in dict(config, **overrides).items()]
 
 
-def _params(config, **overrides):
-  """Validated params, parsed from flags as trainer.main would."""
+def _config(config, **overrides):
+  """The validated Config, parsed from flags as trainer.main would."""
   flag_values = flags.FlagValues()
   trainer_flags.define_flags(flag_values)
   flag_values(['bench'] + _args(config, **overrides))
-  return params_lib.params_from_flags(flag_values)
+  return params_lib.config_from_flags(flag_values)
+
+
+def _params(config, **overrides):
+  """Its params dict (what a model_fn reads)."""
+  return _config(config, **overrides).as_params()
 
 
 def _footprint(config, **overrides):
-  params = _params(config, **overrides)
-  return memory_footprint.footprint(builtin.model_fn(params['model']), params)
+  settings = _config(config, **overrides)
+  return memory_footprint.footprint(builtin.model_fn(settings.model),
+                                    settings)
 
 
 def _mib(n):
@@ -125,7 +131,7 @@ def cpu_figures(config):
   for mode in (None, 'batch', 'dense', 'logits'):
     overrides = dict(num_slices=K, slice=mode) if mode else {}
     ms = _step_ms(_params(config, **overrides))
-    xla = memory_xla.measure(_params(config, **overrides))['total_bytes']
+    xla = memory_xla.measure(_config(config, **overrides))['total_bytes']
     report = _footprint(config, **overrides).peak_bytes
     base_ms, base_xla = base_ms or ms, base_xla or xla
     print(f'  {mode or "unsliced":8}: {ms:7.1f} ms/step ({ms / base_ms:.2f}x)'

@@ -112,20 +112,20 @@ def _keras_clock(keras):
   return KerasClock()
 
 
-def _params(root, **overrides):
-  """The flags' params for one runner, with a model_dir of its own in
+def _config(root, **overrides):
+  """The flags' Config for one runner, with a model_dir of its own in
   `root` (main's temporary directory, removed at the end)."""
   config = params_lib.with_model_dir(params_lib.config_from_flags(FLAGS),
                                      tempfile.mkdtemp(dir=root))
   return config.replace(mode='train', save_checkpoints_steps=10**9,
-                        **overrides).as_params()
+                        **overrides)
 
 
 def estimator_bench(model_fn, input_fn, root):
   """run(steps) -> steps/s of one TPUEstimator.train call, its first loop
   (graph building) excluded."""
   loop = FLAGS.iterations_per_loop
-  runner = runners.make_runner(_params(root, runner='estimator'), model_fn,
+  runner = runners.make_runner(_config(root, runner='estimator'), model_fn,
                                input_fn)
   train_input = modes.input_fn_for_mode(input_fn, 'train')
 
@@ -145,7 +145,7 @@ def tf2_bench(model_fn, input_fn, jit_compile, root):
   after every step): from the end of the first loop to the end of the last,
   hooks, host_call and the policy's per-loop work included."""
   loop = FLAGS.iterations_per_loop
-  params = _params(root, runner='tf2', jit_compile=jit_compile)
+  params = _config(root, runner='tf2', jit_compile=jit_compile)
   runner = runners.make_runner(params, model_fn, input_fn)
   training = runner._training  # pylint: disable=protected-access
   run_loop = training._run_loop  # pylint: disable=protected-access
@@ -171,7 +171,7 @@ def native_bench(input_fn, root):
   """run(steps) -> steps/s of the native runner (Keras model under Orbit),
   built and warmed up once (one loop)."""
   loop = FLAGS.iterations_per_loop
-  params = _params(root, runner='native', jit_compile='on',
+  params = _config(root, runner='native', jit_compile='on',
                    train_steps=loop + FLAGS.rounds * FLAGS.steps)
   # The native runner trains the built-in model's Keras twin: no model_fn.
   runner = runners.make_runner(params, None, input_fn)
@@ -199,7 +199,7 @@ def keras_bench(input_fn, root, keras=None):
   """run(steps) -> steps/s of one Keras model.fit call on the same network
   and input, its first execution excluded; `keras`: tf.keras by default."""
   loop = FLAGS.iterations_per_loop
-  params = _params(root, runner='tf2')
+  params = _config(root, runner='tf2').as_params()
   dataset = modes.input_fn_for_mode(input_fn, 'train')(
       dict(params, batch_size=params['train_batch_size']))
   dataset = dataset.map(lambda features, labels: (features['image'], labels))

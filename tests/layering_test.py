@@ -16,6 +16,9 @@ flags.py) and its imports, function-level ones and
     (trainer.facade.install);
   * trainer/ keeps few loose modules: the entry points and the
     configuration (LOOSE_MODULES); everything else lives in a package;
+  * the runtime imports no input_fn/ (NO_INPUT_FN), and trainer.main, the
+    runners, engines, runtime, guard and memory report read no setting
+    from a params dict (TYPED_CONFIG): they read the typed Config;
   * only trainer/compat touches TensorFlow's internals: no other module of
     the project, scripts/, bench/ or tools/ imports TF's private modules
     (tensorflow.python, tf_keras.src, ...) or reads a `_`-prefixed
@@ -66,6 +69,16 @@ FRONT_END_LIBRARIES = ('trainer.runners', 'trainer.facade')
 # The only modules directly in trainer/: entry points and configuration.
 LOOSE_MODULES = {'__init__.py', 'main.py', 'verify_migration.py',
                  'config.py', 'params.py', 'user_flags.py'}
+# Packages that never import input_fn/: what an input needs (its checks,
+# evaluation steps, serving signature) the front end passes down
+# (trainer/models/inputs.py).
+NO_INPUT_FN = ('trainer.runtime',)
+# Packages that read the project's settings from the typed Config they are
+# given, never from a params dict (made only at the model_fn/input_fn call;
+# the facade's user params are the user's, trainer/models/builtin.py's
+# helpers model code's).
+TYPED_CONFIG = ('trainer.main', 'trainer.runners', 'trainer.runtime',
+                'trainer.engines', 'trainer.guard', 'trainer.memory')
 # Besides the library: what else is checked for private TF access.
 OTHER_SOURCES = ('scripts', 'bench', 'tools')
 
@@ -334,6 +347,76 @@ def test_front_end_libraries_do_not_import_each_other():
   crossing = _front_end_crossings(_graph())
   assert not crossing, 'front-end libraries import each other:\n' + (
       '\n'.join(crossing))
+
+
+def _input_fn_imports(graph):
+  """['a -> b'] of imports of input_fn from the NO_INPUT_FN packages."""
+  return sorted(f'{m} -> {d}' for m, deps in graph.items() for d in deps
+                if any(_within(m, p) for p in NO_INPUT_FN) and
+                _within(d, 'input_fn'))
+
+
+def test_the_runtime_imports_no_input_fn():
+  found = _input_fn_imports(_graph())
+  assert not found, ('pass what the input needs down from the front end '
+                     '(trainer/models/inputs.py):\n' + '\n'.join(found))
+
+
+def _is_params(node):
+  name = node.attr if isinstance(node, ast.Attribute) else getattr(
+      node, 'id', '')
+  return name.lstrip('_').endswith('params')
+
+
+def params_reads(source, settings, path='<source>'):
+  """[(line, expression)] of `source`'s reads of a setting (a name in
+  `settings`) from a params dict: `params['key']`, `self._params['key']`,
+  `params.get('key')` (writes, the model_fn contract's, are no reads)."""
+  found = []
+  for node in ast.walk(ast.parse(source, path)):
+    if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+        and _is_params(node.value) and isinstance(node.slice, ast.Constant)
+        and node.slice.value in settings):
+      found.append((node.lineno, ast.unparse(node)))
+    elif (isinstance(node, ast.Call) and
+          isinstance(node.func, ast.Attribute) and node.func.attr == 'get'
+          and _is_params(node.func.value) and node.args and
+          isinstance(node.args[0], ast.Constant) and
+          node.args[0].value in settings):
+      found.append((node.lineno, ast.unparse(node)))
+  return sorted(found)
+
+
+def _settings():
+  from trainer import config  # pylint: disable=g-import-not-at-top
+  return frozenset(config.KEYS)
+
+
+def test_the_lower_layers_read_settings_from_the_config():
+  settings = _settings()
+  found = {}
+  for module, path in sorted(_modules().items()):
+    if any(_within(module, p) for p in TYPED_CONFIG):
+      with open(path) as f:
+        reads = params_reads(f.read(), settings, path)
+      if reads:
+        found[module] = reads
+  assert not found, ('read these from the trainer.config.Config passed '
+                     f'down: {found}')
+
+
+def test_the_config_checks_catch_an_input_fn_import_and_a_params_read():
+  assert _input_fn_imports({'trainer.runtime.modes': {'input_fn.tfrecord'},
+                            'trainer.models.inputs': {'input_fn.tfrecord'}}
+                           ) == ['trainer.runtime.modes -> input_fn.tfrecord']
+  source = ('def f(params, self):\n'
+            '  a = params["model_dir"]\n'
+            '  b = self._params.get("seed")\n'
+            '  params["batch_size"] = 1\n'
+            '  c = params["a_user_key"]\n'
+            '  return config.model_dir\n')
+  assert params_reads(source, _settings()) == [
+      (2, "params['model_dir']"), (3, "self._params.get('seed')")]
 
 
 def test_only_entry_points_install_the_facade():

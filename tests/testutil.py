@@ -47,6 +47,12 @@ TINY = dict(
     runner=DEFAULT_RUNNER)
 
 
+def base_config(**settings):
+  """The Config of a tiny run with `settings` (a name that is no setting is
+  a TypeError naming it): what runners, engines and the runtime take."""
+  return config_lib.Config(**TINY).replace(**settings)
+
+
 def base_params(extra=None, **settings):
   """The params dict of a tiny run's Config with `settings` (a name that is
   no setting is a TypeError naming it), plus `extra`: keys that are no

@@ -1,4 +1,7 @@
-"""The one typed config of a run: every setting, its one default, frozen.
+"""The one typed config of a run: every setting, its one default, frozen,
+grouped by concern (Cluster, Schedule, Data, Architecture, Optimization,
+Checkpoints: `config.schedule`, ...; each setting also reads as
+`config.NAME`, and a Config is built from settings by name).
 
 `Config` is built once, by the entry point from the parsed flags
 (trainer/params.py) or by the Estimator facade from a RunConfig
@@ -8,8 +11,11 @@ consumer invents a default: flags.py takes its defaults from `DEFAULTS`, tests
 build configs with `Config(...)` / `replace`, and an unknown key is a TypeError
 naming it.
 
-Runners and model code read the `params` dict Estimator gives a model_fn,
-derived from the config by `as_params()` (list settings as lists).
+The Config is passed down as the object: the runners, engines, runtime,
+guard and memory report read its attributes (tests/layering_test.py checks
+they read no setting from a dict). Model code (model_fn/, input_fn/) reads
+the `params` dict Estimator gives a model_fn, made from the config by
+`as_params()` (list settings as lists) at the model_fn / input_fn call.
 """
 
 import dataclasses
@@ -20,17 +26,20 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, 'data', 'digits', 'raw')
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """Every setting of a run; the flag of the same name documents each."""
+def _frozen_sequences(group, names):
+  for name in names:  # Frozen all the way down.
+    object.__setattr__(group, name, tuple(getattr(group, name)))
 
-  # Cluster.
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+  """Where the run runs: TPU, strategy, runner."""
+
   tpu: str = ''
   tpu_zone: Optional[str] = None
   gcp_project: Optional[str] = None
   use_tpu: bool = False
   num_cores: int = 8
-  iterations_per_loop: int = 100
   # None until chosen: the entry point resolves it to the lane's default
   # (estimator where tf.estimator exists, else tf2).
   runner: Optional[str] = None
@@ -38,27 +47,30 @@ class Config:
   peer_timeout_secs: int = 10
   num_cpu_devices: int = 1
 
-  # What to run.
-  mode: str = 'train_and_evaluate'
-  model: str = 'mlp'
-  input: str = 'tfrecord'
-  eval_input: Optional[str] = None
-  predict_input: Optional[str] = None
-  serving_input_fn: Optional[str] = None
-  model_dir: Optional[str] = None
-  data_dir: str = DEFAULT_DATA_DIR
-  # None: MODEL_DIR/export (with_model_dir).
-  export_dir: Optional[str] = None
-  seed: Optional[int] = 0
 
-  # Steps and batches.
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+  """What runs, for how many steps, in which batches."""
+
+  mode: str = 'train_and_evaluate'
+  iterations_per_loop: int = 100
   train_steps: int = 3000
   eval_steps: int = 0
   steps_per_eval: int = 1000
   train_batch_size: int = 128
   eval_batch_size: int = 120
+  seed: Optional[int] = 0
 
-  # Data.
+
+@dataclasses.dataclass(frozen=True)
+class Data:
+  """The inputs: which input_fns, the data and its pipeline."""
+
+  input: str = 'tfrecord'
+  eval_input: Optional[str] = None
+  predict_input: Optional[str] = None
+  serving_input_fn: Optional[str] = None
+  data_dir: str = DEFAULT_DATA_DIR
   num_classes: int = 10
   image_size: int = 28
   image_channels: int = 1
@@ -68,7 +80,13 @@ class Config:
   tf_data_service: Optional[str] = None
   skip_corrupt_records: bool = False
 
-  # Model.
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+  """The model: --model and the built-in models' own hyperparameters
+  (trainer/models/builtin.py's entries name theirs), precision, slicing."""
+
+  model: str = 'mlp'
   mlp_hidden_units: Tuple[int, ...] = (128,)
   resnet_depth: int = 50
   resnet_stem: str = 'auto'
@@ -76,7 +94,14 @@ class Config:
   num_slices: int = 1
   slice: str = 'batch'
 
-  # Optimization.
+  def __post_init__(self):
+    _frozen_sequences(self, ('mlp_hidden_units',))
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimization:
+  """The optimizer and its learning-rate schedule."""
+
   optimizer: str = 'adam'
   learning_rate: float = 0.001
   lr_schedule: str = 'cosine'
@@ -87,7 +112,18 @@ class Config:
   weight_decay: float = 0.0
   label_smoothing: float = 0.0
 
-  # Checkpoints, summaries, profiles.
+  def __post_init__(self):
+    _frozen_sequences(self, ('lr_decay_steps',))
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoints:
+  """model_dir and what is written there: checkpoints, summaries,
+  profiles, exports."""
+
+  model_dir: Optional[str] = None
+  # None: MODEL_DIR/export (with_model_dir).
+  export_dir: Optional[str] = None
   save_checkpoints_steps: Optional[int] = 1000
   # Only the facade sets it (RunConfig.save_checkpoints_secs); no flag.
   save_checkpoints_secs: Optional[float] = None
@@ -99,23 +135,90 @@ class Config:
   overwrite_model_dir: bool = False
 
   def __post_init__(self):
-    for name in _SEQUENCES:  # Frozen all the way down.
-      object.__setattr__(self, name, tuple(getattr(self, name)))
+    _frozen_sequences(self, ('profile_steps',))
+
+
+# The concerns, in order: (attribute of Config, its type).
+GROUPS = (('cluster', Cluster), ('schedule', Schedule), ('data', Data),
+          ('architecture', Architecture), ('optimization', Optimization),
+          ('checkpoints', Checkpoints))
+# setting name -> the group holding it.
+_GROUP_OF = {f.name: group for group, cls in GROUPS
+             for f in dataclasses.fields(cls)}
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class Config:
+  """Every setting of a run, grouped by concern; the flag of the same name
+  documents each.
+
+  Built from settings by name, `Config(train_steps=7, model_dir=...)` (a
+  name that is no setting is a TypeError naming it); each setting reads
+  as `config.NAME` or in its group, `config.schedule.train_steps`; a
+  consumer that needs one concern may take its group.
+  """
+
+  cluster: Cluster
+  schedule: Schedule
+  data: Data
+  architecture: Architecture
+  optimization: Optimization
+  checkpoints: Checkpoints
+
+  def __init__(self, **settings):
+    unknown = sorted(set(settings) - set(_GROUP_OF))
+    if unknown:
+      raise TypeError(f'{unknown} are no setting of trainer.config.Config.')
+    for group, cls in GROUPS:
+      object.__setattr__(self, group, cls(**{
+          name: value for name, value in settings.items()
+          if _GROUP_OF[name] == group}))
+
+  def settings(self):
+    """{name: value} of every setting, in KEYS order (sequences as
+    tuples)."""
+    return {name: getattr(self, name) for name in KEYS}
 
   def replace(self, **changes):
     """A copy with `changes`; an unknown name is a TypeError naming it."""
-    return dataclasses.replace(self, **changes)
+    return Config(**dict(self.settings(), **changes))
 
   def as_params(self):
     """The params dict model_fn/input_fn/runners read (lists as lists)."""
-    params = dataclasses.asdict(self)
+    params = self.settings()
     for name in _SEQUENCES:
       params[name] = list(params[name])
     return params
 
 
+def _setting(name):
+  group = _GROUP_OF[name]
+  return property(lambda self: getattr(getattr(self, group), name),
+                  doc=f'config.{group}.{name}')
+
+
+for _name in _GROUP_OF:
+  setattr(Config, _name, _setting(_name))
+del _name
+
 _SEQUENCES = ('mlp_hidden_units', 'lr_decay_steps', 'profile_steps')
-KEYS = tuple(field.name for field in dataclasses.fields(Config))
+# Every setting's name, in the order the flags document them.
+KEYS = (
+    'tpu', 'tpu_zone', 'gcp_project', 'use_tpu', 'num_cores',
+    'iterations_per_loop', 'runner', 'jit_compile', 'peer_timeout_secs',
+    'num_cpu_devices', 'mode', 'model', 'input', 'eval_input',
+    'predict_input', 'serving_input_fn', 'model_dir', 'data_dir',
+    'export_dir', 'seed', 'train_steps', 'eval_steps', 'steps_per_eval',
+    'train_batch_size', 'eval_batch_size', 'num_classes', 'image_size',
+    'image_channels', 'augmentation', 'cache', 'shuffle_buffer',
+    'tf_data_service', 'skip_corrupt_records', 'mlp_hidden_units',
+    'resnet_depth', 'resnet_stem', 'precision', 'num_slices', 'slice',
+    'optimizer', 'learning_rate', 'lr_schedule', 'warmup_steps',
+    'lr_decay_steps', 'lr_decay_factor', 'momentum', 'weight_decay',
+    'label_smoothing', 'save_checkpoints_steps', 'save_checkpoints_secs',
+    'save_summary_steps', 'log_step_count_steps', 'profile_steps',
+    'keep_checkpoint_max', 'init_checkpoint', 'overwrite_model_dir')
+assert set(KEYS) == set(_GROUP_OF) and len(KEYS) == len(_GROUP_OF)
 # Keys the runners add to params for the model_fn and input_fn, beside the
 # settings (as Estimator adds them).
 MODEL_FN_KEYS = ('batch_size', 'context')

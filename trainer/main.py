@@ -1,4 +1,4 @@
-"""Trainer entry point: parse flags, build params once, run the chosen mode.
+"""Trainer entry point: parse flags into one Config, run the chosen mode.
 
   python -m trainer.main                      # MLP on the embedded digits
   python -m trainer.main --tpu=$TPU_NAME --flagfile=configs/resnet50_imagenet.cfg
@@ -53,16 +53,15 @@ def _log_once():
     tf_logger.removeHandler(handler)
 
 
-def resolve_input_fns(params):
+def resolve_input_fns(config):
   """{'train', 'eval', 'infer': input_fn} of --input, --eval_input and
   --predict_input (each defaulting to the one before)."""
   from trainer.models import registry
-  train = registry.resolve_input_fn(params['input'])
-  evaluate = (registry.resolve_input_fn(params['eval_input'], 'eval_input')
-              if params['eval_input'] else train)
-  infer = (registry.resolve_input_fn(params['predict_input'],
-                                     'predict_input')
-           if params['predict_input'] else evaluate)
+  train = registry.resolve_input_fn(config.input)
+  evaluate = (registry.resolve_input_fn(config.eval_input, 'eval_input')
+              if config.eval_input else train)
+  infer = (registry.resolve_input_fn(config.predict_input, 'predict_input')
+           if config.predict_input else evaluate)
   return {'train': train, 'eval': evaluate, 'infer': infer}
 
 
@@ -108,29 +107,30 @@ def _main(argv):
   from trainer.facade import install as facade
   from trainer.guard import preemption
   from trainer.models import builtin
+  from trainer.models import inputs
   from trainer.models import registry
   from trainer.runtime import run_guard
   facade.install()  # Before model modules name tf.estimator (TF >= 2.16).
   _log_once()
   startup.quiet_tensorflow_logger()
   user_flags.log_shared()
-  params = config.as_params()
   try:
     # Imported before parsing (user_flags), resolved here, once.
-    model_fn = registry.resolve_model_fn(params['model'])
-    input_fns = resolve_input_fns(params)
-    serving_input_fn = params['serving_input_fn'] and (
-        registry.resolve_serving_input_fn(params['serving_input_fn']))
-    extra = run_guard.check_inputs(params)  # Before any graph is built.
+    model_fn = registry.resolve_model_fn(config.model)
+    input_fns = resolve_input_fns(config)
+    serving_input_fn = config.serving_input_fn and (
+        registry.resolve_serving_input_fn(config.serving_input_fn))
+    extra = inputs.check_inputs(config)  # Before any graph is built.
   except (corrupt_records.CorruptRecordError,  # Name the file (and offset).
           record_framing.DanglingLinkError) as e:
     raise SystemExit(f'error: {e}') from e
   except ValueError as e:  # A flag at fault: its name and value are said.
     raise SystemExit(f'FATAL Flags parsing error: {e}') from e
   try:
-    model_keys = builtin.fingerprint_keys(params['model'])
-    with run_guard.guarded(params, model_keys):
-      result = dict(runners.run(params, model_fn, input_fns,
+    model_keys = builtin.fingerprint_keys(config.model)
+    with run_guard.guarded(config, model_keys,
+                           inputs.naming_corrupt_files(config)):
+      result = dict(runners.run(config, model_fn, input_fns,
                                 serving_input_fn), **extra)
   except preemption.PreemptedError as e:
     logging.warning('%s', e)

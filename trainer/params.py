@@ -114,7 +114,9 @@ def _check_runner(params):
 
 def check_native(params):
   """What the native runner (trainer/runners/native) cannot do, refused by
-  flag."""
+  flag (params: a Config or its params dict)."""
+  if isinstance(params, config_lib.Config):
+    params = params.as_params()
   native = builtin.native_names()
   if params['model'] not in native:
     raise ValueError(f'--runner=native trains the built-in models '

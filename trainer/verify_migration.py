@@ -134,6 +134,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from trainer import config as config_lib
 from trainer import params as params_lib
 from trainer.api import errors
 from trainer.api import estimator_names as estimator_compat
@@ -208,7 +209,8 @@ def _run(params, model_fn, input_fn, steps, init_dir, strategy):
     convert.convert(init_dir, params, params['model_dir'])
   else:
     shutil.copytree(init_dir, params['model_dir'])
-  runner = runners.make_runner(params, model_fn, input_fn, strategy=strategy)
+  runner = runners.make_runner(config_lib.from_params(params), model_fn,
+                               input_fn, strategy=strategy)
   return runner.observe_training(steps, _compared)
 
 
@@ -216,7 +218,8 @@ def _initial_checkpoint(params, model_fn, input_fn, directory, strategy):
   """Builds the model once under the tf2 runner and saves step 0 in
   `directory`; the TF1 names of its variables."""
   runner = runners.make_runner(
-      params_lib.replaced(params, runner='tf2', model_dir=directory),
+      config_lib.from_params(params_lib.replaced(params, runner='tf2',
+                                                 model_dir=directory)),
       model_fn, input_fn, strategy=strategy)
   runner.train_steps(0)
   runner.save_checkpoint()
@@ -271,7 +274,8 @@ def compare(params, model_fn, input_fn, steps, work_dir,
   init_dir = os.path.join(work_dir, 'init')
   # One strategy for every run in this process: two MirroredStrategy
   # instances would reuse each other's collective keys.
-  strategy = strategy_lib.make_strategy(params)
+  strategy = strategy_lib.make_strategy(
+      config_lib.from_params(params).cluster)
   names = _initial_checkpoint(params, model_fn, input_fn, init_dir, strategy)
   check_comparable(names, runner_pair, params)
   results = []

@@ -140,10 +140,10 @@ def _reported_metrics(log):
 def _graph_engine_runner(model_dir):
   """The built-in model (testutil.TINY) on the facade's TPUEstimator
   (use_tpu=False: the graph engine, a Session), in this process."""
-  params = testutil.base_params(model_dir=model_dir, runner='estimator',
+  params = testutil.base_config(model_dir=model_dir, runner='estimator',
                                 eval_steps=EVAL_STEPS)
   return runners.make_runner(params, registry.resolve_model_fn(
-      params['model']), registry.resolve_input_fn('tfrecord'))
+      params.model), registry.resolve_input_fn('tfrecord'))
 
 
 def test_the_evaluator_reports_what_the_graph_engine_computes(job):
@@ -195,7 +195,7 @@ def test_a_foreign_model_fn_trains_on_the_ps_and_evaluates_as_in_a_session(
   reported = _reported_metrics(cluster.task('evaluator').log())
   assert reported.get('global_step') == steps, reported
   user = _import_module(path)
-  params = testutil.base_params(model_dir=model_dir, runner='estimator',
+  params = testutil.base_config(model_dir=model_dir, runner='estimator',
                                 eval_steps=1, eval_batch_size=batch)
   graph = runners.make_runner(params, user.model_fn, user.input_fn).evaluate(1)
   assert set(reported) == set(graph) >= {'accuracy', 'loss', 'global_step'}

@@ -59,6 +59,22 @@ def test_an_unknown_setting_is_a_type_error_naming_it():
                                 batch_size=4))
 
 
+def test_settings_are_grouped_by_concern():
+  config = config_lib.Config(train_steps=7, tpu='t', model_dir='/m',
+                             mlp_hidden_units=[3], optimizer='sgd')
+  assert config.schedule.train_steps == config.train_steps == 7
+  assert config.cluster.tpu == 't'
+  assert config.checkpoints.model_dir == '/m'
+  assert config.architecture.mlp_hidden_units == (3,)
+  assert config.optimization.optimizer == 'sgd'
+  assert config.replace(train_steps=8).schedule.train_steps == 8
+  names = [f.name for _, group in config_lib.GROUPS
+           for f in dataclasses.fields(group)]
+  assert sorted(names) == sorted(config_lib.KEYS)
+  assert len(names) == len(set(names))  # Each setting in one group.
+  assert config_lib.Config(**config.settings()) == config
+
+
 def test_params_round_trip():
   config = config_lib.Config(train_steps=11, lr_decay_steps=(3, 6))
   assert config_lib.from_params(config.as_params()) == config

@@ -88,7 +88,7 @@ def _model_fn(form):
 
 
 def _runner(model_dir, form, runner='tf2', replicas=1):
-  params = testutil.base_params(
+  params = testutil.base_config(
       runner=runner, model_dir=str(model_dir), seed=3, num_cpu_devices=replicas,
       iterations_per_loop=2, train_batch_size=BATCH, eval_batch_size=BATCH,
       save_checkpoints_steps=100)

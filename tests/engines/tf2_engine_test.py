@@ -23,10 +23,10 @@ MLP_NAMES = {'global_step', 'beta1_power', 'beta2_power'} | {
 
 
 def _runner(tmp_path, **overrides):
-  params = testutil.base_params(model_dir=str(tmp_path / 'model'),
+  params = testutil.base_config(model_dir=str(tmp_path / 'model'),
                                 runner='tf2', **overrides)
-  return tf2_engine.Tf2Engine(params, builtin.model_fn(params['model']),
-                              inputs.INPUT_FNS[params['input']])
+  return tf2_engine.Tf2Engine(params, builtin.model_fn(params.model),
+                              inputs.INPUT_FNS[params.input])
 
 
 @pytest.fixture(scope='module')
@@ -132,13 +132,13 @@ def test_export_serves_encoded_images(trained, tmp_path):
 def test_controller_train_and_evaluate(tmp_path):
   runner = _runner(tmp_path, mode='train_and_evaluate', train_steps=10,
                    steps_per_eval=5, iterations_per_loop=5, eval_steps=2)
-  result = modes.run(runner, runner.model_params('train'))
+  result = modes.run(runner, runner.settings)
   assert result['global_step'] == 10
   assert result['top_1_accuracy'] > 0.2  # Chance: 0.1 (10 steps: 0.3).
   assert result['loss'] < math.log(10)  # Below the loss of a uniform guess.
   empty = _runner(tmp_path / 'empty', mode='predict')
   with pytest.raises(ValueError, match='no checkpoint to predict'):
-    modes.run(empty, empty.model_params('infer'))
+    modes.run(empty, empty.settings)
 
 
 @pytest.mark.parametrize('num_cpu_devices', [1, 2])
@@ -219,7 +219,7 @@ def test_summary_ops_in_a_compiled_step_are_refused(tmp_path):
     tf.compat.v1.summary.scalar('my_loss', spec.loss)
     return spec
 
-  params = testutil.base_params(model_dir=str(tmp_path / 'model'),
+  params = testutil.base_config(model_dir=str(tmp_path / 'model'),
                                 runner='tf2', jit_compile='on')
   runner = tf2_engine.Tf2Engine(params, model_fn, inputs.INPUT_FNS['tfrecord'])
   with pytest.raises(ValueError, match='write summaries with host_call'):

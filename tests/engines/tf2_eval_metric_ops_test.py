@@ -117,7 +117,7 @@ def _base_args(tmp_path):
 
 @pytest.mark.parametrize('kind', RUNNERS)
 def test_value_ops_run_once_after_the_last_update(tmp_path, kind):
-  params = testutil.base_params(runner=kind, **_base_args(tmp_path / kind))
+  params = testutil.base_config(runner=kind, **_base_args(tmp_path / kind))
   runner = runners.make_runner(params, model_fn, input_fn)
   runner.train(1)
   for _ in range(2):  # Each evaluate() starts from fresh accumulators.

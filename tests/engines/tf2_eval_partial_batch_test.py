@@ -105,7 +105,7 @@ ARGS = dict(iterations_per_loop=1, train_batch_size=BATCH,
 
 @pytest.mark.parametrize('kind', RUNNERS)
 def test_one_device_result(tmp_path, kind):
-  params = testutil.base_params(runner=kind, model_dir=str(tmp_path), **ARGS)
+  params = testutil.base_config(runner=kind, model_dir=str(tmp_path), **ARGS)
   runner = runners.make_runner(params, model_fn, input_fn)
   runner.train(1)
   _assert_metrics(runner.evaluate(None))

@@ -63,7 +63,7 @@ def _writer_events(model_dir):
 
 def _train(tmp_path, kind, steps):
   model_dir = str(tmp_path / kind)
-  params = testutil.base_params(
+  params = testutil.base_config(
       model_dir=model_dir, runner=kind, iterations_per_loop=4,
       train_steps=steps, save_checkpoints_steps=steps, train_batch_size=8)
   runner = runners.make_runner(params, model_fn, input_fn)
@@ -95,7 +95,7 @@ def test_model_fn_writer_values_equal_estimators(tmp_path):
 
 
 def test_writer_in_a_compiled_step_is_refused(tmp_path):
-  params = testutil.base_params(
+  params = testutil.base_config(
       model_dir=str(tmp_path / 'm'), runner='tf2', jit_compile='on',
       train_batch_size=8)
   runner = runners.make_runner(params, model_fn, input_fn)

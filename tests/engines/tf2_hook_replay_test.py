@@ -41,7 +41,7 @@ class _Recorder(_v1.train.SessionRunHook):
 
 
 def _params(tmp_path, runner):
-  return testutil.base_params(model_dir=str(tmp_path / runner), runner=runner,
+  return testutil.base_config(model_dir=str(tmp_path / runner), runner=runner,
                               iterations_per_loop=2, train_steps=5,
                               save_checkpoints_steps=100)
 

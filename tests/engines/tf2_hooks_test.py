@@ -62,7 +62,7 @@ def _model_fn(make_hooks=None, scaffold=None):
 
 
 def _runner(tmp_path, kind, model_fn, train_steps=50):
-  params = testutil.base_params(
+  params = testutil.base_config(
       model_dir=str(tmp_path / kind), runner=kind, iterations_per_loop=10,
       train_steps=train_steps, save_checkpoints_steps=train_steps,
       train_batch_size=16)

@@ -107,7 +107,7 @@ def _model_fn(form, source_file):
 
 
 def _runner(model_dir, form, source, runner='tf2', replicas=1):
-  params = testutil.base_params(
+  params = testutil.base_config(
       runner=runner, model_dir=model_dir, seed=5, num_cpu_devices=replicas,
       iterations_per_loop=2, train_batch_size=BATCH, eval_batch_size=BATCH,
       save_checkpoints_steps=100)
@@ -237,7 +237,7 @@ def test_a_missing_tensor_fails_as_in_tf1(tmp_path):
     return v1.estimator.tpu.TPUEstimatorSpec(
         mode, predictions={'logits': features['x'] @ w})
 
-  params = testutil.base_params(runner='tf2', model_dir=str(tmp_path / 'm'),
+  params = testutil.base_config(runner='tf2', model_dir=str(tmp_path / 'm'),
                                 eval_batch_size=BATCH)
   with pytest.raises(ValueError, match='src/missing'):
     list(runners.make_runner(params, model_fn, input_fn).predict())

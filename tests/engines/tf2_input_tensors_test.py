@@ -98,13 +98,13 @@ def model_fn(features, labels, mode, params):
 
 
 def _train(tmp_path, name, input_fn, runner='tf2', steps=5, eval_steps=None):
-  params = testutil.base_params(
+  params = testutil.base_config(
       runner=runner, model_dir=str(tmp_path / name), seed=7,
       iterations_per_loop=2, train_batch_size=BATCH, eval_batch_size=BATCH,
       save_checkpoints_steps=100)
   trained = runners.make_runner(params, model_fn, input_fn)
   trained.train(steps)
-  return (tf.train.load_variable(params['model_dir'], 'w'),
+  return (tf.train.load_variable(params.model_dir, 'w'),
           trained.evaluate(eval_steps))
 
 

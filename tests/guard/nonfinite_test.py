@@ -44,14 +44,18 @@ RUNNERS = [pytest.param('estimator', marks=testutil.requires_estimator),
 def test_nan_loss_stops_at_its_step_and_keeps_last_good_checkpoint(
     tmp_path, runner, nan_step):
   model_dir = str(tmp_path)
-  params = testutil.base_params(model_dir=model_dir, train_steps=60,
-                                save_checkpoints_steps=10, runner=runner,
-                                extra={'nan_step': nan_step})
+  params = testutil.base_config(model_dir=model_dir, train_steps=60,
+                                save_checkpoints_steps=10, runner=runner)
+
+  def model_fn(features, labels, mode, params):  # params['nan_step'] too.
+    return _nan_from_step_model_fn(features, labels, mode,
+                                   dict(params, nan_step=nan_step))
+
   # The estimator runner sees the NaN weights first when saving at step 30.
   expected = rf'(Loss is nan|Variables became NaN or Inf) at step {nan_step}\b'
   with pytest.raises(nonfinite.NonFiniteLossError, match=expected) as raised:
-    modes.run(runners.make_runner(params, _nan_from_step_model_fn,
-                                       tfrecord.input_fn), params)
+    modes.run(runners.make_runner(params, model_fn, tfrecord.input_fn),
+              params)
   latest = tf.train.latest_checkpoint(model_dir)
   assert latest.endswith('model.ckpt-20')
   assert latest in str(raised.value)

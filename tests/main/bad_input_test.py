@@ -19,6 +19,7 @@ from trainer.guard import lock as model_dir_lock
 from trainer.runners import registry as runners
 from trainer.runtime import run_guard
 from trainer.models import builtin
+from trainer.models import inputs as run_inputs
 
 CORRUPT_FILE = 'train-00002-of-00004'
 CORRUPT_AT = 5000  # Byte flipped: inside the file's 15th or so record.
@@ -50,16 +51,16 @@ def _records_before(path, offset):
 # Missing data_dir / no matching files.
 
 def test_no_files_names_the_pattern_before_any_graph(tmp_path):
-  params = testutil.base_params(data_dir=str(tmp_path / 'nowhere'),
+  params = testutil.base_config(data_dir=str(tmp_path / 'nowhere'),
                                 mode='train_and_evaluate')
   with pytest.raises(ValueError, match=r'no files match .*nowhere/train-\*'):
-    run_guard.check_inputs(params)
+    run_inputs.check_inputs(params)
   os.makedirs(tmp_path / 'only_train')
   shutil.copy(os.path.join(testutil.DIGITS_RAW, 'train-00000-of-00004'),
               tmp_path / 'only_train')
-  params['data_dir'] = str(tmp_path / 'only_train')
+  params = params.replace(data_dir=str(tmp_path / 'only_train'))
   with pytest.raises(ValueError, match=r'only_train/validation-\*'):
-    run_guard.check_inputs(params)
+    run_inputs.check_inputs(params)
 
 
 def test_main_refuses_missing_data_dir_and_writes_nothing(tmp_path):
@@ -89,12 +90,13 @@ def test_scan_names_the_corrupt_file_and_offset(tmp_path):
 
 def test_training_on_a_corrupt_file_names_it(tmp_path):
   data_dir, path = _corrupt_copy(tmp_path)
-  params = testutil.base_params(data_dir=data_dir,
+  params = testutil.base_config(data_dir=data_dir,
                                 model_dir=str(tmp_path / 'model'),
                                 train_steps=200, shuffle_buffer=10,
                                 runner=params_lib.default_runner())
   with pytest.raises(corrupt_records.CorruptRecordError) as raised:
-    with run_guard.guarded(params):
+    naming = run_inputs.naming_corrupt_files(params)
+    with run_guard.guarded(params, input_errors=naming):
       runners.run(params, builtin.model_fn('mlp'), tfrecord.input_fn)
   assert path in str(raised.value)
   assert isinstance(raised.value.__cause__, tf.errors.DataLossError)
@@ -110,17 +112,18 @@ def test_counting_a_corrupt_eval_split_names_the_file(tmp_path):
 def test_skip_corrupt_records_skips_and_counts(tmp_path):
   name = 'validation-00001-of-00002'
   data_dir, _ = _corrupt_copy(tmp_path, name)
-  params = testutil.base_params(data_dir=data_dir, skip_corrupt_records=True,
+  params = testutil.base_config(data_dir=data_dir, skip_corrupt_records=True,
                                 mode='evaluate')
-  assert run_guard.check_inputs(params) == {'skipped_corrupt_records': 1}
+  assert run_inputs.check_inputs(params) == {'skipped_corrupt_records': 1}
   clean = testutil.base_params(data_dir=testutil.DIGITS_RAW)
   original = os.path.join(testutil.DIGITS_RAW, name)
   in_file = sum(1 for _ in tf.data.TFRecordDataset(original))
   lost = in_file - _records_before(original, CORRUPT_AT)
   assert lost > 0
-  readable = tfrecord.count_records(params)
+  readable = tfrecord.count_records(params.as_params())
   assert readable == tfrecord.count_records(clean) - lost
-  dataset = tfrecord.input_fn(dict(params, mode='infer', batch_size=50))
+  dataset = tfrecord.input_fn(dict(params.as_params(), mode='infer',
+                                   batch_size=50))
   assert sum(len(labels) for _, labels in dataset) == readable
 
 
@@ -210,19 +213,19 @@ def test_init_checkpoint_of_another_model_lists_variables(tmp_path):
 
 def test_model_dir_of_another_configuration_is_refused(tmp_path):
   model_dir = str(tmp_path / 'model')
-  first = testutil.base_params(model_dir=model_dir, mlp_hidden_units=[16])
+  first = testutil.base_config(model_dir=model_dir, mlp_hidden_units=[16])
   keys = builtin.fingerprint_keys('mlp')  # What main passes for --model=mlp.
   run_fingerprint.check(first, training=True, model_keys=keys)
   marker = os.path.join(model_dir, 'model.ckpt-10.index')
   open(marker, 'w').close()
   # Same config: resumes.
   run_fingerprint.check(first, training=True, model_keys=keys)
-  run_fingerprint.check(dict(first, learning_rate=0.5, train_steps=999),
+  run_fingerprint.check(first.replace(learning_rate=0.5, train_steps=999),
                         training=True,
                         model_keys=keys)  # Not part of the configuration.
   assert os.path.exists(marker)
 
-  other = dict(first, mlp_hidden_units=[32], optimizer='sgd')
+  other = first.replace(mlp_hidden_units=[32], optimizer='sgd')
   for training in (True, False):
     with pytest.raises(run_fingerprint.ModelDirMismatchError) as raised:
       run_fingerprint.check(other, training=training, model_keys=keys)
@@ -247,15 +250,15 @@ def test_model_dir_of_another_configuration_is_refused(tmp_path):
 
 def test_a_model_is_not_identified_by_how_model_is_spelled(tmp_path):
   model_dir = str(tmp_path / 'model')
-  first = testutil.base_params(model_dir=model_dir, model='mlp')
+  first = testutil.base_config(model_dir=model_dir, model='mlp')
   run_fingerprint.check(first, training=True,
                         model_keys=builtin.fingerprint_keys('mlp'))
   # The same model_fn named as a file or a module: no sizes of its own.
   for spelling in ('model_fn/models.py:mlp_model_fn',
                    'model_fn.models:mlp_model_fn'):
-    run_fingerprint.check(dict(first, model=spelling), training=True)
+    run_fingerprint.check(first.replace(model=spelling), training=True)
   with pytest.raises(run_fingerprint.ModelDirMismatchError) as raised:
-    run_fingerprint.check(dict(first, model=spelling, optimizer='sgd'),
+    run_fingerprint.check(first.replace(model=spelling, optimizer='sgd'),
                           training=True)
   message = str(raised.value)
   assert "--optimizer: 'adam' there, 'sgd' now" in message
@@ -280,7 +283,7 @@ def test_checkpoints_without_a_record_get_none(tmp_path):
   misname them (the restore checks they fit, trainer/guard/checkpoint_fit)."""
   model_dir = str(tmp_path / 'model')
   _save_checkpoint(model_dir)
-  params = testutil.base_params(model_dir=model_dir, mlp_hidden_units=[32])
+  params = testutil.base_config(model_dir=model_dir, mlp_hidden_units=[32])
   run_fingerprint.check(params, training=True,
                         model_keys=builtin.fingerprint_keys('mlp'))
   assert not os.path.exists(os.path.join(model_dir,

@@ -12,7 +12,7 @@ from input_fn import tfrecord
 from model_fn import models
 from tests import testutil
 from trainer.runners import registry as runners
-from trainer.runtime import serving
+from input_fn import serving
 
 
 def _copy_eval_records(params, count, data_dir):
@@ -39,16 +39,16 @@ def _as_png(records):
 
 
 def test_saved_model_matches_runner_predictions(tmp_path):
-  params = testutil.base_params(model_dir=str(tmp_path / 'model'),
+  params = testutil.base_config(model_dir=str(tmp_path / 'model'),
                                 runner=testutil.DEFAULT_RUNNER)
   runner = runners.make_runner(params, models.mlp_model_fn, tfrecord.input_fn)
   runner.train(30)
   path = runner.export(str(tmp_path / 'export'))
   assert tf.saved_model.contains_saved_model(path)
 
-  records = _copy_eval_records(params, 50, str(tmp_path / 'data'))
+  records = _copy_eval_records(params.as_params(), 50, str(tmp_path / 'data'))
   predictor = runners.make_runner(
-      dict(params, data_dir=str(tmp_path / 'data')), models.mlp_model_fn,
+      params.replace(data_dir=str(tmp_path / 'data')), models.mlp_model_fn,
       tfrecord.input_fn)
   expected = [p['probabilities'] for p in predictor.predict()]
   assert len(expected) == 50

@@ -16,6 +16,11 @@ def _params(**overrides):
                               **overrides)
 
 
+def _config(**overrides):
+  """The Config host.py reads, of _params(**overrides)'s settings."""
+  return testutil.base_config(mode='train', **overrides)
+
+
 def _train_files(params):
   return tfrecord.list_files(params, training=True)
 
@@ -35,7 +40,7 @@ def test_record_count_and_size_match_the_split():
 
 def test_cache_is_the_in_memory_table():
   params = _params(cache=True, augmentation='pad_crop')
-  estimate = host.input_pipeline(params)
+  estimate = host.input_pipeline(_config(cache=True, augmentation='pad_crop'))
   assert estimate['path'] == 'raw images, cached in memory'
   margin = preprocessing.pad_crop_margin(params['image_size'])
   shape = (params['image_size'], params['image_size'], 1)
@@ -48,7 +53,7 @@ def test_cache_is_the_in_memory_table():
 
 def test_streamed_shuffle_buffer_holds_that_many_records():
   params = _params(cache=False, shuffle_buffer=300)
-  estimate = host.input_pipeline(params)
+  estimate = host.input_pipeline(_config(cache=False, shuffle_buffer=300))
   assert estimate['path'] == 'raw images, streamed'
   held = sum(len(r.numpy()) for r in _records(params).take(300))
   assert abs(estimate['shuffle_buffer_bytes'] - held) <= 0.01 * held
@@ -56,7 +61,8 @@ def test_streamed_shuffle_buffer_holds_that_many_records():
 
 def test_decoded_cache_of_jpeg_records():
   params = _params(data_dir=testutil.DIGITS_JPEG, cache=True)
-  estimate = host.input_pipeline(params)
+  estimate = host.input_pipeline(_config(data_dir=testutil.DIGITS_JPEG,
+                                         cache=True))
   assert estimate['path'] == 'example by example, decoded cache'
   decoded = _records(params).map(
       lambda r: pipeline_lib._decode_record(r, 1))  # pylint: disable=protected-access
@@ -72,5 +78,6 @@ def test_prefetch_is_batches_of_model_input():
       dict(params, batch_size=params['train_batch_size']))))
   one_batch = features['image'].numpy().nbytes + labels.numpy().nbytes
   assert features['image'].dtype == tf.bfloat16
-  assert host.input_pipeline(params)['prefetch_bytes'] == (
+  estimate = host.input_pipeline(_config(precision='bfloat16'))
+  assert estimate['prefetch_bytes'] == (
       host.PREFETCH_BATCHES * one_batch)

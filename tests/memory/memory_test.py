@@ -32,8 +32,8 @@ RESNET = ['--model=resnet', '--resnet_depth=18', '--resnet_stem=small',
 
 
 def _footprint(**overrides):
-  params = testutil.base_params(**overrides)
-  return memory_footprint.footprint(builtin.model_fn(params['model']), params)
+  config = testutil.base_config(**overrides)
+  return memory_footprint.footprint(builtin.model_fn(config.model), config)
 
 
 def test_mlp_state_components_match_parameter_count():
@@ -93,11 +93,11 @@ def test_tpu_fit_and_largest_batch():
 
 
 def _params(args):
-  """params of the trainer flags `args`, as trainer.memory builds them."""
+  """The Config of the trainer flags `args`, as trainer.memory builds it."""
   flag_values = flags.FlagValues()
   trainer_flags.define_flags(flag_values)
   flag_values(['memory_test'] + args)
-  return params_lib.params_from_flags(flag_values)
+  return params_lib.config_from_flags(flag_values)
 
 
 def _run(module, args):

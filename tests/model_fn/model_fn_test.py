@@ -14,10 +14,11 @@ from tests import testutil
 from trainer.runners import registry as runners
 from trainer.runtime import modes
 from trainer.models import builtin
+from trainer.models import inputs as run_inputs
 
 
 def _runner(tmp_path, name='run', model='mlp', **overrides):
-  params = testutil.base_params(model=model, runner=testutil.DEFAULT_RUNNER,
+  params = testutil.base_config(model=model, runner=testutil.DEFAULT_RUNNER,
                                 model_dir=str(tmp_path / name), **overrides)
   return runners.make_runner(params, builtin.model_fn(model),
                              inputs.INPUT_FNS['tfrecord']), params
@@ -49,7 +50,7 @@ def test_mlp_train_evaluate_predict(tmp_path):
   classes = np.array([p['classes'] for p in predictions])
   np.testing.assert_array_equal(classes, probs.argmax(axis=1))
 
-  tags = _summary_tags(params['model_dir'])
+  tags = _summary_tags(params.model_dir)
   assert {summaries.LOSS_TAG, summaries.LEARNING_RATE_TAG} <= tags
 
 
@@ -59,7 +60,8 @@ def test_controller_train_and_evaluate_alternates(tmp_path):
   evaluations = []
   original = runner.evaluate
   runner.evaluate = lambda steps: evaluations.append(steps) or original(steps)
-  metrics = modes.run(runner, params)
+  metrics = modes.run(runner, params,
+                      eval_steps=lambda: run_inputs.eval_steps(params))
   assert evaluations == [9, 9]  # 360 eval examples // batch 40, twice.
   assert metrics['global_step'] == 20
   assert 'top_1_accuracy' in metrics
@@ -69,7 +71,7 @@ def test_resnet18_trains_and_updates_batch_norm(tmp_path):
   runner, params = _runner(tmp_path, model='resnet', train_batch_size=8,
                            eval_batch_size=8, learning_rate=0.001)
   runner.train(3)
-  reader = tf.train.load_checkpoint(params['model_dir'])
+  reader = tf.train.load_checkpoint(params.model_dir)
   moving_mean = reader.get_tensor(
       'resnet18/stem/batch_norm/moving_mean')
   assert np.any(moving_mean != 0.0)  # UPDATE_OPS ran with the train_op.
@@ -81,7 +83,7 @@ def test_resnet18_trains_and_updates_batch_norm(tmp_path):
 def test_bfloat16_checkpoint_has_float32_variables(tmp_path):
   runner, params = _runner(tmp_path, precision='bfloat16')
   runner.train(5)
-  reader = tf.train.load_checkpoint(params['model_dir'])
+  reader = tf.train.load_checkpoint(params.model_dir)
   dtypes = reader.get_variable_to_dtype_map()
   assert dtypes['mlp/dense1/kernel'] == tf.float32
   assert dtypes['mlp/logits/bias'] == tf.float32
@@ -92,12 +94,12 @@ def test_init_checkpoint_warm_starts(tmp_path):
   source.train(5)
   target, target_params = _runner(
       tmp_path, name='target', learning_rate=0.0,
-      init_checkpoint=source_params['model_dir'])
+      init_checkpoint=source_params.model_dir)
   target.train(1)
   source_kernel = tf.train.load_checkpoint(
-      source_params['model_dir']).get_tensor('mlp/dense1/kernel')
+      source_params.model_dir).get_tensor('mlp/dense1/kernel')
   target_kernel = tf.train.load_checkpoint(
-      target_params['model_dir']).get_tensor('mlp/dense1/kernel')
+      target_params.model_dir).get_tensor('mlp/dense1/kernel')
   np.testing.assert_array_equal(source_kernel, target_kernel)
 
 
@@ -105,7 +107,7 @@ def test_init_checkpoint_from_other_model_lists_mismatches(tmp_path):
   source, source_params = _runner(tmp_path, name='source')
   source.train(2)
   target, _ = _runner(tmp_path, name='target', mlp_hidden_units=[32],
-                      init_checkpoint=source_params['model_dir'])
+                      init_checkpoint=source_params.model_dir)
   with pytest.raises(ValueError) as e:
     target.train(1)
   assert 'mlp/dense1/kernel' in str(e.value)

@@ -97,7 +97,7 @@ def test_switch_precision_and_resume_under_tpu_estimator(tmp_path):
   seen = []
   for precision, to_step in (('float32', 3), ('bfloat16', 6),
                              ('float32', 9)):
-    params = testutil.base_params(model_dir=model_dir, precision=precision,
+    params = testutil.base_config(model_dir=model_dir, precision=precision,
                                   num_cores=1, train_steps=9,
                                   save_checkpoints_steps=3)
     runner = estimator_runner.EstimatorRunner(

@@ -172,7 +172,7 @@ def test_invalid_slicing_names_the_flag(overrides, flag):
 def test_batch_slicing_trains_under_tpu_estimator(tmp_path):
   from input_fn import inputs  # pylint: disable=g-import-not-at-top
   from trainer.runners.estimator import runner as estimator_runner  # pylint: disable=g-import-not-at-top
-  params = testutil.base_params(model_dir=str(tmp_path), num_slices=4,
+  params = testutil.base_config(model_dir=str(tmp_path), num_slices=4,
                                 slice='batch', num_cores=1, train_steps=2)
   runner = estimator_runner.EstimatorRunner(
       params, models.mlp_model_fn, inputs.INPUT_FNS['tfrecord'])

@@ -23,7 +23,7 @@ from trainer.runtime import modes as controller
 
 
 def _params(model_dir, mode, width):
-  return testutil.base_params(
+  return testutil.base_config(
       model_dir=model_dir, mode=mode, mlp_hidden_units=[width],
       train_steps=10, iterations_per_loop=5, save_checkpoints_steps=5,
       eval_steps=1, export_dir=os.path.join(model_dir, 'export'))
@@ -31,7 +31,7 @@ def _params(model_dir, mode, width):
 
 def _run(params):
   runner = runners.make_runner(params, builtin.model_fn('mlp'),
-                               inputs.INPUT_FNS[params['input']])
+                               inputs.INPUT_FNS[params.input])
   return controller.run(runner, params)
 
 
@@ -45,7 +45,7 @@ def _files(model_dir):
 def trained(tmp_path_factory):
   """A model_dir of the MLP at width 16 trained 5 steps."""
   model_dir = str(tmp_path_factory.mktemp('runners') / 'model')
-  _run(dict(_params(model_dir, 'train', 16), train_steps=5))
+  _run(_params(model_dir, 'train', 16).replace(train_steps=5))
   assert tf.train.latest_checkpoint(model_dir).endswith('model.ckpt-5')
   return model_dir
 

@@ -17,7 +17,7 @@ TOLERANCE = 1e-5
 
 
 def _runner(kind, model_dir, **overrides):
-  params = testutil.base_params(model_dir=str(model_dir), runner=kind,
+  params = testutil.base_config(model_dir=str(model_dir), runner=kind,
                                 train_steps=100, iterations_per_loop=25,
                                 save_checkpoints_steps=50, **overrides)
   return runners.make_runner(params, builtin.model_fn('mlp'),

@@ -44,11 +44,11 @@ def _params(tmp_path, **overrides):
                   train_steps=30, save_checkpoints_steps=30,
                   train_batch_size=32, eval_batch_size=40, learning_rate=0.05)
   settings.update(overrides)
-  return testutil.base_params(**settings)
+  return testutil.base_config(**settings)
 
 
 def _runner(kind, params, model_fn, input_fn):
-  return runners.make_runner(dict(params, runner=kind), model_fn, input_fn)
+  return runners.make_runner(params.replace(runner=kind), model_fn, input_fn)
 
 
 def _example(index):
@@ -135,7 +135,7 @@ def test_estimator_spec_metric_ops_and_hooks(tmp_path):
     for key in reference:
       np.testing.assert_allclose(metrics[key], reference[key], rtol=1e-5,
                                  err_msg=key)
-  events = glob.glob(os.path.join(params['model_dir'], 'eval',
+  events = glob.glob(os.path.join(params.model_dir, 'eval',
                                   'events.out.tfevents.*'))
   assert events  # Written to model_dir/eval as Estimator does.
 
@@ -151,7 +151,7 @@ def test_keras_layers_start_from_the_seed_under_tf2(tmp_path):
                      save_checkpoints_steps=1)
     runner = _runner('tf2', params, keras_estimator.model_fn, digits_input_fn)
     runner.train(1)
-    starts.append(testutil.checkpoint_values(params['model_dir']))
+    starts.append(testutil.checkpoint_values(params.model_dir))
   assert starts[0].keys() == starts[1].keys()
   assert any(k.startswith('hidden/') for k in starts[0]), sorted(starts[0])
   for name in starts[0]:
@@ -164,7 +164,7 @@ def _bert_runner(kind, model_dir):
       num_train_steps=20, num_warmup_steps=4, use_tpu=False)
   input_fn = bert_classifier.input_fn_builder(
       is_training=True, seq_length=16, drop_remainder=True)
-  params = testutil.base_params(
+  params = testutil.base_config(
       model_dir=str(model_dir), iterations_per_loop=2, train_steps=20,
       save_checkpoints_steps=2, keep_checkpoint_max=20, train_batch_size=32)
   return _runner(kind, params, model_fn, input_fn)

@@ -167,11 +167,11 @@ def test_command_line_on_a_tf2_runner_checkpoint(tmp_path):
   """`python -m trainer.runners.native.convert` on what the tf2 runner
   (`trainer.main --runner=tf2`) wrote: prints the mapping, writes ckpt-2."""
   model_dir = str(tmp_path / 'tf2')
-  params = testutil.base_params(runner='tf2', model_dir=model_dir,
+  params = testutil.base_config(runner='tf2', model_dir=model_dir,
                                 train_steps=2, iterations_per_loop=2,
                                 mlp_hidden_units=[16])
   tf2_engine.Tf2Engine(params, builtin.model_fn('mlp'),
-                       inputs.INPUT_FNS[params['input']]).train(2)
+                       inputs.INPUT_FNS[params.input]).train(2)
   assert testutil.latest_step(model_dir) == 2
   output = str(tmp_path / 'native')
   result = subprocess.run(

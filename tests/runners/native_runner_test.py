@@ -29,14 +29,14 @@ from trainer.runners.native import convert
 from trainer.runners.native import runner as runner_lib
 from trainer.runtime import checkpoints
 from trainer.runtime import modes
-from trainer.runtime import serving as export
+from input_fn import serving as export
 
 
 def _params(tmp_path, **overrides):
   defaults = {'model_dir': str(tmp_path / 'model'), 'iterations_per_loop': 5,
               'save_checkpoints_steps': 10, 'save_summary_steps': 5,
               'log_step_count_steps': 5}
-  return testutil.base_params(**dict(defaults, **overrides))
+  return testutil.base_config(**dict(defaults, **overrides))
 
 
 @pytest.fixture(scope='module')
@@ -47,7 +47,7 @@ def trained(tmp_path_factory):
   params = _params(tmp_path_factory.mktemp('trained'))
   runner = runner_lib.NativeRunner(params)
   runner.train(10)
-  return params['model_dir'], {
+  return params.model_dir, {
       n: v.numpy() for n, v in runner.model.tf1_variables().items()}
 
 
@@ -75,7 +75,7 @@ def test_trains_evaluates_predicts_exports(tmp_path):
   assert runner.global_step() == 20
   assert [s for s, _ in losses] == [5, 10, 15, 20]
   assert all(l.shape == (5,) and np.all(np.isfinite(l)) for _, l in losses)
-  model_dir = params['model_dir']
+  model_dir = params.model_dir
   # As Estimator: a first checkpoint of the initial state, then the cadence.
   assert sorted(os.path.basename(p) for p in glob.glob(
       os.path.join(model_dir, 'ckpt-*.index'))) == [
@@ -132,19 +132,20 @@ def test_resumes_from_its_own_checkpoint(trained, tmp_path):
 
 def test_resumes_from_a_converted_tf1_checkpoint(tmp_path):
   params = _params(tmp_path, optimizer='momentum')
-  batches = native_tf1.batches(params, 3)
-  run = native_tf1.TF1Run(params, batches[0][0].shape)
+  batches = native_tf1.batches(params.as_params(), 3)
+  run = native_tf1.TF1Run(params.as_params(), batches[0][0].shape)
   run.train(batches)
   run.save(str(tmp_path / 'tf1'))
   run.close()
   with pytest.raises(runner_lib.NativeCheckpointError,
                      match='python -m trainer.runners.native.convert'):
-    runner_lib.NativeRunner(dict(params, model_dir=str(tmp_path / 'tf1')))
-  convert.convert(str(tmp_path / 'tf1'), params, params['model_dir'])
+    runner_lib.NativeRunner(params.replace(model_dir=str(tmp_path / 'tf1')))
+  convert.convert(str(tmp_path / 'tf1'), params.as_params(),
+                  params.model_dir)
   runner = runner_lib.NativeRunner(params)
   assert runner.global_step() == 3
   runner.train(10)
-  assert tf.train.latest_checkpoint(params['model_dir']).endswith('ckpt-10')
+  assert tf.train.latest_checkpoint(params.model_dir).endswith('ckpt-10')
 
 
 def test_training_needs_no_evaluation_files(tmp_path):
@@ -230,7 +231,7 @@ def test_argument_errors_are_precise(tmp_path):
 
 def test_default_job_reaches_97_percent(tmp_path):
   """The default MLP job (trainer.main's defaults) on the embedded digits."""
-  params = testutil.base_params(
+  params = testutil.base_config(
       model_dir=str(tmp_path / 'model'), train_steps=3000,
       iterations_per_loop=100, save_checkpoints_steps=1000,
       train_batch_size=128, eval_batch_size=120, mlp_hidden_units=[128],
@@ -254,7 +255,7 @@ def test_sigterm_checkpoints_the_loop_and_stops(tmp_path):
   with preemption.handling_sigterm():
     runner = runner_lib.NativeRunner(params, on_loop_end=sigterm_at_5)
     with pytest.raises(preemption.PreemptedError, match='step 5'):
-      modes.run(runner, dict(params, mode='train', train_steps=20))
+      modes.run(runner, params.replace(mode='train', train_steps=20))
   assert _latest_step(tmp_path) == 5  # Not a multiple of 10: the stop's.
 
 
@@ -275,8 +276,8 @@ def test_main_runner_native_and_its_refusals(tmp_path):
 
   tf1_dir = str(tmp_path / 'tf1')
   params = _params(tmp_path, model_dir=tf1_dir)
-  batches = native_tf1.batches(params, 1)
-  run = native_tf1.TF1Run(params, batches[0][0].shape)
+  batches = native_tf1.batches(params.as_params(), 1)
+  run = native_tf1.TF1Run(params.as_params(), batches[0][0].shape)
   run.train(batches)
   run.save(tf1_dir)
   run.close()
@@ -305,7 +306,7 @@ def test_recovery_after_an_interrupted_save_of_a_native_checkpoint(
   """The guard's recovery and step reader understand ckpt-STEP."""
   params = _params(tmp_path)
   _copy_of(trained, tmp_path)
-  model_dir = params['model_dir']
+  model_dir = params.model_dir
   with open(os.path.join(model_dir, 'ckpt-20.index'), 'wb') as f:
     f.write(b'\x00' * 7)  # A truncated index of an interrupted save.
   os.mkdir(os.path.join(model_dir, 'ckpt-20_temp'))

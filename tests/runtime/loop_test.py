@@ -113,7 +113,7 @@ def test_progress_line_once_per_loop_of_steps_and_at_the_end(caplog):
 def test_policy_for_params():
   policy = loop.policy_for(config.Config(
       save_checkpoints_steps=50, iterations_per_loop=25, train_batch_size=32,
-      train_steps=200, model_dir='/m').as_params())
+      train_steps=200, model_dir='/m'))
   assert (policy.save_every_steps, policy.steps_per_loop) == (50, 25)
 
 

@@ -19,7 +19,7 @@ def _profiles(model_dir):
 
 
 def _params(tmp_path, runner, profile_steps):
-  return testutil.base_params(
+  return testutil.base_config(
       model_dir=str(tmp_path / runner), runner=runner, iterations_per_loop=2,
       train_steps=6, save_checkpoints_steps=100, profile_steps=profile_steps)
 
@@ -77,7 +77,7 @@ def test_tf2_runner_writes_a_profile(tmp_path):
   runner = tf2_engine.Tf2Engine(params, builtin.model_fn('mlp'),
                                 inputs.INPUT_FNS['tfrecord'])
   runner.train(6)
-  profiles = _profiles(params['model_dir'])
+  profiles = _profiles(params.model_dir)
   assert len(profiles) == 1
   with open(profiles[0], 'rb') as f:
     assert b'train_loop' in f.read()  # The loop's tf.function ran in it.
@@ -89,4 +89,4 @@ def test_estimator_runner_writes_a_profile(tmp_path):
   runner = estimator_runner.EstimatorRunner(
       params, builtin.model_fn('mlp'), inputs.INPUT_FNS['tfrecord'])
   runner.train(6)
-  assert len(_profiles(params['model_dir'])) == 1
+  assert len(_profiles(params.model_dir)) == 1

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from trainer import config as config_lib
 from trainer.runtime import strategy as strategy_lib
 from trainer.runtime import tf_config
 
@@ -99,3 +100,12 @@ def test_a_ps_cluster_task_on_one_cpu_asks_for_two_inter_op_threads(
   monkeypatch.setattr(tf_config.os, 'sched_getaffinity', lambda pid: {3})
   monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '1')  # The user's choice.
   assert tf_config.ps_cluster_inter_op_threads() is None
+
+
+def test_per_replica_batches_split_once_naming_the_flag():
+  config = config_lib.Config(train_batch_size=30, eval_batch_size=40)
+  assert strategy_lib.per_replica_batches(config, 2, 'tf2 runner') == {
+      'train': 15, 'eval': 20}
+  with pytest.raises(ValueError, match=r'^--eval_batch_size=40 must be '
+                     r'divisible by the 3 replicas of the native runner\.$'):
+    strategy_lib.per_replica_batches(config, 3, 'native runner')

@@ -38,14 +38,15 @@ class ModelDirMismatchError(errors.TrainerError, ValueError):
   """model_dir holds a run of another model configuration."""
 
 
-def fingerprint(params, model_keys=()):
-  """The params that decide the variables in a checkpoint, as a dict.
+def fingerprint(config, model_keys=()):
+  """The settings of a Config that decide the variables in a checkpoint, as
+  a dict.
 
   model_keys: the model's own settings among them (a built-in model's
   fingerprint_keys, trainer/models/builtin.py; none for a model_fn module).
   """
   keys = _COMMON_KEYS + tuple(model_keys)
-  return {key: params[key] for key in keys}
+  return {key: getattr(config, key) for key in keys}
 
 
 def _path(model_dir):
@@ -100,17 +101,18 @@ def _mismatch_message(model_dir, diffs):
       '(checkpoints, summaries, exports) and starts over.')
 
 
-def check(params, training, overwrite=False, model_keys=()):
-  """Raises ModelDirMismatchError if model_dir was written by another config.
+def check(config, training, overwrite=False, model_keys=()):
+  """Raises ModelDirMismatchError if config.model_dir (a Config's) was
+  written by another configuration.
 
   model_keys: as fingerprint's.
   training: records this config in a model_dir without a record or a
   checkpoint (with `overwrite`, after deleting a mismatching run).
   Otherwise the directory is only checked.
   """
-  model_dir = params['model_dir']
+  model_dir = config.model_dir
   # Lists, not tuples.
-  current = json.loads(json.dumps(fingerprint(params, model_keys)))
+  current = json.loads(json.dumps(fingerprint(config, model_keys)))
   stored = _read(model_dir)
   diffs = _differences(stored, current) if stored is not None else []
   if diffs:

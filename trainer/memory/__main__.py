@@ -68,28 +68,29 @@ from trainer.models import registry
 PLOT_SLICES = 4  # Slices shown in --plot when --num_slices is 1.
 
 
-def report(model_fn, params):
-  """report_dict of one training step of model_fn under params, with the
+def report(model_fn, config):
+  """report_dict of one training step of model_fn under a Config, with the
   host RAM of its training input pipeline."""
   result = report_lib.report_dict(
-      footprint.footprint(model_fn, params), params)
-  result['host_input'] = host.input_pipeline(params)
+      footprint.footprint(model_fn, config), config)
+  result['host_input'] = host.input_pipeline(config)
   return result
 
 
-def variants(params):
-  """Params for the plot: each precision, unsliced and per slicing mode."""
-  k = params['num_slices'] if params['num_slices'] > 1 else PLOT_SLICES
-  entry = builtin.get(params['model'])
+def variants(config):
+  """Configs for the plot: each precision, unsliced and per slicing mode."""
+  k = config.num_slices if config.num_slices > 1 else PLOT_SLICES
+  entry = builtin.get(config.model)
   dense = entry is not None and entry.dense_widths is not None
   modes = ['batch', 'logits'] + (['dense'] if dense else [])
   out = []
   for precision in ('float32', 'bfloat16'):
-    out.append(params_lib.replaced(params, precision=precision, num_slices=1))
+    out.append(params_lib.validate_params(
+        config.replace(precision=precision, num_slices=1)))
     for mode in modes:
       try:
-        candidate = params_lib.replaced(params, precision=precision,
-                                        num_slices=k, slice=mode)
+        candidate = params_lib.validate_params(config.replace(
+            precision=precision, num_slices=k, slice=mode))
       except ValueError as e:
         logging.info('Plot skips slice=%s: %s', mode, e)
         continue
@@ -101,24 +102,23 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {" ".join(argv[1:])}')
   try:
-    params = params_lib.params_from_flags(FLAGS)
-    model_fn = registry.resolve_model_fn(params['model'])
+    config = params_lib.config_from_flags(FLAGS)
+    model_fn = registry.resolve_model_fn(config.model)
   except ValueError as e:
     raise app.UsageError(str(e)) from e
-  result = report(model_fn, params)
+  result = report(model_fn, config)
   if FLAGS.xla_check:
-    measured = xla.measure(params)
+    measured = xla.measure(config)
     total = measured['total_bytes']
     result['xla'] = measured
     result['xla_peak_error'] = (result['peak_bytes'] - total) / total
-    if params['precision'] != 'float32':
+    if config.precision != 'float32':
       logging.warning('XLA:CPU computes bfloat16 in float32; its figures are '
-                      'not comparable for --precision=%s.',
-                      params['precision'])
+                      'not comparable for --precision=%s.', config.precision)
   if FLAGS.plot:
-    reports = [report(model_fn, p) for p in variants(params)]
+    reports = [report(model_fn, c) for c in variants(config)]
     report_lib.plot(reports, FLAGS.plot,
-                    f'{params["model"]}, per-core batch '
+                    f'{config.model}, per-core batch '
                     f'{result["per_core_batch"]}')
     result['plot'] = FLAGS.plot
   if FLAGS.json:

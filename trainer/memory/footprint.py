@@ -96,9 +96,9 @@ def _variable_bytes(variables):
              for v in variables)
 
 
-def per_core_batch(params):
-  """Per-core training batch: --train_batch_size / --num_cores."""
-  return params['train_batch_size'] // params['num_cores']
+def per_core_batch(config):
+  """Per-core training batch of a Config: --train_batch_size / --num_cores."""
+  return config.train_batch_size // config.num_cores
 
 
 def _live_ops(graph, fetches):
@@ -220,12 +220,14 @@ def _transient_bytes(walk, counted):
   return largest
 
 
-def build_train_graph(model_fn, params):
-  """(graph, spec) of model_fn in TRAIN at the per-core batch, on CPU terms."""
+def build_train_graph(model_fn, config):
+  """(graph, spec) of model_fn in TRAIN at the per-core batch of a Config,
+  on CPU terms (the model_fn gets its params dict)."""
   from model_fn.spec import ModeKeys  # pylint: disable=g-import-not-at-top
-  batch = per_core_batch(params)
+  batch = per_core_batch(config)
+  params = config.as_params()
   dtype = precision.compute_dtype(params)
-  size, channels = params['image_size'], params['image_channels']
+  size, channels = config.image_size, config.image_channels
   graph = tf.Graph()
   with graph.as_default():
     images = tf.compat.v1.placeholder(dtype, [batch, size, size, channels],
@@ -237,9 +239,9 @@ def build_train_graph(model_fn, params):
   return graph, spec
 
 
-def footprint(model_fn, params):
-  """The Footprint of one training step of model_fn under params."""
-  graph, spec = build_train_graph(model_fn, params)
+def footprint(model_fn, config):
+  """The Footprint of one training step of model_fn under a Config."""
+  graph, spec = build_train_graph(model_fn, config)
   with graph.as_default():
     v1 = tf.compat.v1
     trainable = v1.trainable_variables()
@@ -252,13 +254,13 @@ def footprint(model_fn, params):
   kept = walk.kept_for_backward()
   inputs = [graph.get_tensor_by_name('images:0'),
             graph.get_tensor_by_name('labels:0')]
-  batch_sliced = slicing.num_slices(params, 'batch') > 1
+  batch_sliced = slicing.num_slices(config.as_params(), 'batch') > 1
   gradient = max(_variable_bytes([v]) for v in trainable)
   if batch_sliced:
     gradient += _variable_bytes(trainable)
   counted = set(kept) | {t.name for t in inputs} | _variable_gradients(walk)
   return Footprint(
-      per_core_batch=per_core_batch(params),
+      per_core_batch=per_core_batch(config),
       parameter_bytes=_variable_bytes(trainable + moving),
       optimizer_bytes=_variable_bytes(optimizer),
       gradient_bytes=gradient,

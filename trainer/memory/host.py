@@ -58,58 +58,60 @@ def record_sizes(files, limit=SAMPLE_RECORDS):
   return mean, int(round(total / (mean + TFRECORD_FRAMING)))
 
 
-def _image_bytes(params, dtype_bytes=1, margin=0):
-  size = params['image_size'] + 2 * margin
-  return size * size * params['image_channels'] * dtype_bytes
+def _image_bytes(config, dtype_bytes=1, margin=0):
+  size = config.image_size + 2 * margin
+  return size * size * config.image_channels * dtype_bytes
 
 
-def batch_bytes(params, batch):
+def batch_bytes(config, batch):
   """Bytes of one model-input batch: images and int32 labels."""
-  dtype_bytes = 2 if params['precision'] == 'bfloat16' else 4
-  return batch * (_image_bytes(params, dtype_bytes) + _LABEL_BYTES['batch'])
+  dtype_bytes = 2 if config.precision == 'bfloat16' else 4
+  return batch * (_image_bytes(config, dtype_bytes) + _LABEL_BYTES['batch'])
 
 
-def input_pipeline(params):
+def input_pipeline(config):
   """{component: bytes, ...} of one training input pipeline's host RAM.
 
-  params: the trainer's (input, data_dir, image_size, image_channels,
+  config: the run's trainer.config.Config (input, data_dir, image_size, image_channels,
   augmentation, cache, shuffle_buffer, precision, train_batch_size,
   num_cores). Keys: path, records, record_bytes, shuffle_buffer_bytes,
   cache_bytes, cache_build_bytes, prefetch_bytes, total_bytes.
   """
-  batch = params['train_batch_size']
+  batch = config.train_batch_size
   result = {'records': 0, 'record_bytes': 0, 'shuffle_buffer_bytes': 0,
             'cache_bytes': 0, 'cache_build_bytes': 0,
-            'prefetch_bytes': PREFETCH_BATCHES * batch_bytes(params, batch)}
-  if params['input'] == 'synthetic':
-    result.update(path='synthetic', cache_bytes=batch_bytes(params, batch))
-  elif params['input'] == 'tfrecord':
-    result.update(_record_pipeline(params))
+            'prefetch_bytes': PREFETCH_BATCHES * batch_bytes(config, batch)}
+  if config.input == 'synthetic':
+    result.update(path='synthetic', cache_bytes=batch_bytes(config, batch))
+  elif config.input == 'tfrecord':
+    result.update(_record_pipeline(config))
   else:
-    result['path'] = f'{params["input"]} (user input_fn: prefetch only)'
+    result['path'] = f'{config.input} (user input_fn: prefetch only)'
   result['total_bytes'] = (result['shuffle_buffer_bytes'] +
                            result['cache_bytes'] + result['prefetch_bytes'])
   return result
 
 
-def _record_pipeline(params):
-  """The components of the built-in TFRecord input_fn's training path."""
-  files = tfrecord.list_files(dict(params, mode='train'), training=True)
+def _record_pipeline(config):
+  """The components of the built-in TFRecord input_fn's training path (the
+  input_fn's modules get the params dict)."""
+  params = dict(config.as_params(), mode='train')
+  files = tfrecord.list_files(params, training=True)
   record_bytes, records = record_sizes(files)
-  size = params['image_size']
-  shape = (size, size, params['image_channels'])
-  augmentation = params['augmentation']
+  size = config.image_size
+  shape = (size, size, config.image_channels)
+  augmentation = config.augmentation
   margin = (preprocessing.pad_crop_margin(size)
             if augmentation == 'pad_crop' else 0)
-  shuffled = min(params['shuffle_buffer'], records)
+  shuffled = min(config.shuffle_buffer, records)
   out = {'records': records, 'record_bytes': record_bytes}
   vectorised = (augmentation != 'inception_crop' and
                 record_probe.raw_shape(files) == shape)
   if vectorised:
     cache, _ = in_memory.cache_decision(params, files)
     if cache:
-      row = (_image_bytes(params, 1, margin) +  # raw_batch.pad's tail:
-             2 * margin * params['image_channels'])
+      row = (_image_bytes(config, 1, margin) +  # raw_batch.pad's tail:
+             2 * margin * config.image_channels)
       out.update(path='raw images, cached in memory',
                  cache_bytes=records * (row + _LABEL_BYTES['table']),
                  cache_build_bytes=records * record_bytes)
@@ -117,8 +119,8 @@ def _record_pipeline(params):
       out.update(path='raw images, streamed',
                  shuffle_buffer_bytes=shuffled * record_bytes)
     return out
-  decoded = _image_bytes(params) + _LABEL_BYTES['decoded']
-  if params['cache']:
+  decoded = _image_bytes(config) + _LABEL_BYTES['decoded']
+  if config.cache:
     out.update(path='example by example, decoded cache',
                cache_bytes=records * decoded,
                shuffle_buffer_bytes=shuffled * decoded)

@@ -40,10 +40,11 @@ def tpu_fit(footprint):
   }
 
 
-def report_dict(footprint, params):
-  """The JSON report: configuration, bytes per component, TPU fit."""
-  d = {key: params[key] for key in ('model', 'precision', 'num_slices',
-                                    'slice')}
+def report_dict(footprint, config):
+  """The JSON report: configuration (a trainer.config.Config's settings),
+  bytes per component, TPU fit."""
+  d = {key: getattr(config, key) for key in ('model', 'precision',
+                                             'num_slices', 'slice')}
   if d['num_slices'] == 1:
     d['slice'] = 'none'
   d.update(footprint.as_dict())

@@ -56,15 +56,16 @@ def largest_module(dump_dir):
   return max(parsed, key=lambda p: p['total_bytes'])
 
 
-def run_one_step(model_fn, params):
+def run_one_step(model_fn, config):
   """Jit-compiles and runs one training step at the per-core batch."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model_fn import precision  # pylint: disable=g-import-not-at-top
   from model_fn.spec import ModeKeys  # pylint: disable=g-import-not-at-top
   from trainer.memory import footprint  # pylint: disable=g-import-not-at-top
-  batch = footprint.per_core_batch(params)
+  batch = footprint.per_core_batch(config)
+  params = config.as_params()  # What the model_fn reads.
   dtype = precision.compute_dtype(params)
-  size, channels = params['image_size'], params['image_channels']
+  size, channels = config.image_size, config.image_channels
   from trainer import params as params_lib  # pylint: disable=g-import-not-at-top
   run_params = params_lib.replaced(params, batch_size=batch, use_tpu=False,
                                    model_dir=None, mode='train')
@@ -80,13 +81,14 @@ def run_one_step(model_fn, params):
   jitted = tf.function(lambda x, y: wrapped(x, y), jit_compile=True)
   images = tf.cast(tf.random.stateless_uniform(
       [batch, size, size, channels], seed=[1, 2]), dtype)
-  labels = tf.random.stateless_uniform([batch], seed=[3, 4], maxval=params[
-      'num_classes'], dtype=tf.int32)
+  labels = tf.random.stateless_uniform([batch], seed=[3, 4], maxval=config.num_classes,
+      dtype=tf.int32)
   return float(jitted(images, labels))
 
 
-def measure(params, timeout=1800):
-  """XLA's figures for one training step under `params`, from a child process.
+def measure(config, timeout=1800):
+  """XLA's figures for one training step under a Config, from a child
+  process.
 
   {total_bytes, parameter_bytes, temp_bytes, loss}; RuntimeError with the
   child's stderr if it fails.
@@ -99,7 +101,8 @@ def measure(params, timeout=1800):
     if __name__.split('.')[0] != 'trainer':  # Installed (setup.py): its
       root = None  # root holds generic names; keep the caller's directory.
     result = subprocess.run(
-        [sys.executable, '-m', __name__], input=json.dumps(params),
+        [sys.executable, '-m', __name__],
+        input=json.dumps(config.as_params()),
         cwd=root, env=env, capture_output=True, text=True, timeout=timeout,
         check=False)
     if result.returncode:
@@ -114,9 +117,10 @@ def main():
   if not dump_dir:
     raise SystemExit('Set XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_as_text" '
                      'and pass params as JSON on stdin (or call measure()).')
-  params = json.load(sys.stdin)
+  from trainer import config as config_lib  # pylint: disable=g-import-not-at-top
   from trainer.models import registry  # pylint: disable=g-import-not-at-top
-  loss = run_one_step(registry.resolve_model_fn(params['model']), params)
+  config = config_lib.from_params(json.load(sys.stdin))
+  loss = run_one_step(registry.resolve_model_fn(config.model), config)
   print(json.dumps(dict(largest_module(dump_dir), loss=loss)))
 
 

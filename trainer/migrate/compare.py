@@ -29,6 +29,7 @@ from typing import List, Optional
 import numpy as np
 import tensorflow as tf
 
+from trainer import config as config_lib
 from trainer import params as params_lib
 from trainer import verify_migration
 from trainer.compat import estimator_calls
@@ -231,7 +232,8 @@ class Comparison:
   def _runner(self, name, input_fns):
     params = params_lib.replaced(self._params, runner='tf2',
                                  model_dir=self._model_dir(name))
-    return tf2_runner.Tf2Engine(params, self._model_fn, input_fns)
+    return tf2_runner.Tf2Engine(config_lib.from_params(params),
+                                self._model_fn, input_fns)
 
   # -- comparisons ----------------------------------------------------------
 

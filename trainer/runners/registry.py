@@ -15,6 +15,7 @@ from typing import Callable, Dict
 from absl import flags
 from absl import logging
 
+from trainer import config as config_lib
 from trainer.runtime import tf_config
 
 # pylint: disable=g-import-not-at-top  (TensorFlow where a runner is made
@@ -25,8 +26,8 @@ from trainer.runtime import tf_config
 class Runner:
   """A runner, as --runner names it.
 
-  make: (params, model_fn, input_fn, serving_input_fn, strategy) -> the
-    runner; strategy None: the runner makes its own (the estimator runner
+  make: (config, model_fn, input_fn, serving_input_fn, strategy) -> the
+    runner (config: the run's trainer.config.Config); strategy None: the runner makes its own (the estimator runner
     has none: TPUEstimator on one device or a TPU).
   summary: what it runs, for the log line and --runner's help.
   needs_estimator: only where TensorFlow has tf.estimator (<= 2.15).
@@ -75,34 +76,41 @@ def add_flag_validator(flag_values=flags.FLAGS):
       flag_values=flag_values)
 
 
-def make_runner(params, model_fn, input_fn, serving_input_fn=None,
+def make_runner(config, model_fn, input_fn, serving_input_fn=None,
                 strategy=None):
-  """The runner params['runner'] names, logged.
+  """The runner config.runner names (config: the run's
+  trainer.config.Config), logged.
 
   input_fn: one input_fn for every mode, or {'train', 'eval', 'infer': fn}.
   serving_input_fn: the serving_input_receiver_fn of --mode=export (None:
-  the built-in signature on encoded images). strategy: one the caller made
-  (verify_migration shares one across runs), else the runner's own.
+  the built-in signature on encoded images, trainer/models/inputs.py).
+  strategy: one the caller made (verify_migration shares one across runs),
+  else the runner's own.
   """
-  entry = get(params['runner'])
-  return entry.make(params, model_fn, input_fn, serving_input_fn, strategy)
+  if not isinstance(config, config_lib.Config):
+    raise TypeError(f'make_runner takes a trainer.config.Config, not '
+                    f'{type(config).__name__}.')
+  entry = get(config.runner)
+  return entry.make(config, model_fn, input_fn, serving_input_fn, strategy)
 
 
-def run(params, model_fn, input_fn, serving_input_fn=None):
-  """Runs params['mode'] with model_fn / input_fn; returns its result."""
+def run(config, model_fn, input_fn, serving_input_fn=None):
+  """Runs config.mode with model_fn / input_fn; returns its result."""
   import tensorflow as tf
   from trainer.guard import peers
   from trainer.guard import preemption
+  from trainer.models import inputs
   from trainer.runtime import modes
-  runner = make_runner(params, model_fn, input_fn, serving_input_fn)
+  runner = make_runner(config, model_fn, input_fn, serving_input_fn)
   preemption.reclaim()  # Its strategy may have taken SIGTERM over.
-  if params['runner'] == 'tf2' and tf_config.task_type() == 'evaluator':
+  if config.runner == 'tf2' and tf_config.task_type() == 'evaluator':
     from trainer.engines.tf2 import parameter_servers
-    return parameter_servers.evaluate_as_sidecar(runner, params)
+    return parameter_servers.evaluate_as_sidecar(runner, config)
   try:
-    return modes.run(runner, params)
+    return modes.run(runner, config,
+                     eval_steps=lambda: inputs.eval_steps(config))
   except tf.errors.OpError as e:
-    lost = peers.lost_worker_error(e, params['model_dir'])
+    lost = peers.lost_worker_error(e, config.model_dir)
     if lost is None:
       raise
     raise lost from e
@@ -111,44 +119,44 @@ def run(params, model_fn, input_fn, serving_input_fn=None):
 # The runners. Each imports its package on first use.
 
 
-def _make_estimator(params, model_fn, input_fn, serving_input_fn, strategy):
+def _make_estimator(config, model_fn, input_fn, serving_input_fn, strategy):
   del strategy  # TPUEstimator: one device (use_tpu=False) or the TPU.
   from trainer.runners.estimator import runner as estimator_runner
   logging.info('Runner: estimator (TPUEstimator, use_tpu=%s).',
-               params['use_tpu'])
-  return estimator_runner.EstimatorRunner(params, model_fn, input_fn,
+               config.use_tpu)
+  return estimator_runner.EstimatorRunner(config, model_fn, input_fn,
                                           serving_input_fn=serving_input_fn)
 
 
-def _make_tf2(params, model_fn, input_fn, serving_input_fn, strategy):
+def _make_tf2(config, model_fn, input_fn, serving_input_fn, strategy):
   from trainer.engines.tf2 import parameter_servers
   from trainer.engines.tf2 import engine as tf2_engine
   logging.info('Runner: tf2 (tf.distribute; --num_cpu_devices=%d).',
-               params['num_cpu_devices'])
+               config.num_cpu_devices)
   role = parameter_servers.task_role()
   if role == 'server':  # A ps or worker of the coordinator's cluster.
     parameter_servers.serve()
   if role == 'coordinator':
-    parameter_servers.check_coordinator_mode(params)
+    parameter_servers.check_coordinator_mode(config)
   if role == 'evaluator' and strategy is None:
     # The evaluator of a cluster evaluates on its own devices (sidecar).
     import tensorflow as tf
     strategy = (tf.distribute.get_strategy(), 'default')
-  return tf2_engine.Tf2Engine(params, model_fn, input_fn,
+  return tf2_engine.Tf2Engine(config, model_fn, input_fn,
                               serving_input_fn=serving_input_fn,
                               strategy=strategy)
 
 
-def _make_native(params, model_fn, input_fn, serving_input_fn, strategy):
-  """The TF2-native Keras version of the built-in params['model'] (not
+def _make_native(config, model_fn, input_fn, serving_input_fn, strategy):
+  """The TF2-native Keras version of the built-in config.model (not
   model_fn), trained with Orbit."""
   del model_fn, serving_input_fn
   tf_config.check_no_ps('native')
   from trainer.runners.native import runner as native_runner
   logging.info('Runner: native (Keras model, Orbit; --num_cpu_devices=%d).',
-               params['num_cpu_devices'])
+               config.num_cpu_devices)
   return native_runner.NativeRunner(
-      params, None if strategy is None else strategy[0], input_fn=input_fn)
+      config, None if strategy is None else strategy[0], input_fn=input_fn)
 
 
 register(Runner(

@@ -205,13 +205,13 @@ class LoopPolicy:
     self._logged = (step, now)
 
 
-def policy_for(params):
-  """The LoopPolicy of params' training flags (the Estimator facade's
-  params may also hold save_checkpoints_secs, and 0 for an unknown batch
-  size or last step)."""
-  return LoopPolicy(save_every_steps=params['save_checkpoints_steps'],
-                    save_every_secs=params['save_checkpoints_secs'],
-                    steps_per_loop=params['iterations_per_loop'],
-                    global_batch=params['train_batch_size'] or None,
-                    train_steps=params['train_steps'] or None,
-                    model_dir=params['model_dir'])
+def policy_for(config):
+  """The LoopPolicy of a Config's training settings (trainer/config.py; the
+  Estimator facade's may hold save_checkpoints_secs, and 0 for an unknown
+  batch size or last step)."""
+  return LoopPolicy(save_every_steps=config.save_checkpoints_steps,
+                    save_every_secs=config.save_checkpoints_secs,
+                    steps_per_loop=config.iterations_per_loop,
+                    global_batch=config.train_batch_size or None,
+                    train_steps=config.train_steps or None,
+                    model_dir=config.model_dir)

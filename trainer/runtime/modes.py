@@ -58,35 +58,6 @@ def input_fn_for_mode(input_fn, mode):
   return functools.partial(_call_for_mode, input_fn, mode)
 
 
-def resolve_eval_steps(params):
-  """Evaluation steps: --eval_steps, or one pass over the TFRecord eval split.
-
-  Returns None (run until the input ends) for user input_fns without
-  --eval_steps; raises ValueError where the input never ends.
-  """
-  if params['eval_steps']:
-    return params['eval_steps']
-  if params['input'] == 'synthetic':
-    raise ValueError('--eval_steps must be set with synthetic input, which '
-                     'never ends.')
-  if params['input'] != 'tfrecord':
-    if params['use_tpu']:
-      raise ValueError('--eval_steps must be set on TPU for input '
-                       f'{params["input"]!r}.')
-    return None
-  from input_fn import tfrecord  # pylint: disable=g-import-not-at-top
-  examples = tfrecord.count_records(params, training=False)
-  steps = examples // params['eval_batch_size']
-  if steps == 0:
-    raise ValueError(f'--eval_batch_size={params["eval_batch_size"]} exceeds '
-                     f'the {examples} evaluation examples in '
-                     f'{params["data_dir"]}.')
-  logging.info('Evaluating %d steps of %d: %d of %d examples.', steps,
-               params['eval_batch_size'], steps * params['eval_batch_size'],
-               examples)
-  return steps
-
-
 def _to_python(value):
   if isinstance(value, np.ndarray):
     return value.tolist()
@@ -116,7 +87,7 @@ def write_predictions(predictions, path):
   return count
 
 
-def evaluate(runner: Runner, params, eval_steps):
+def evaluate(runner: Runner, eval_steps):
   """runner.evaluate(eval_steps), logged as an eval line, in Python types."""
   metrics = {k: _to_python(v) for k, v in runner.evaluate(eval_steps).items()}
   step = metrics.pop('global_step', runner.global_step())
@@ -124,49 +95,62 @@ def evaluate(runner: Runner, params, eval_steps):
   return dict(metrics, global_step=step)
 
 
-def _train(runner: Runner, params, to_step):
+def _train(runner: Runner, config, to_step):
   """runner.train(to_step); PreemptedError if it stopped early on SIGTERM."""
   latest = runner.latest_checkpoint()
   if latest:  # What a resumed run starts from, also with quiet TF logs.
     logging.info('Restoring parameters from %s', latest)
   runner.train(to_step)
-  preemption.raise_if_requested(runner.global_step(), params['model_dir'])
+  preemption.raise_if_requested(runner.global_step(), config.model_dir)
 
 
 _NEEDS_CHECKPOINT = {'evaluate': 'evaluate', 'predict': 'predict with',
                      'export': 'export'}
 
 
-def run(runner: Runner, params):
-  """Runs params['mode'] with `runner`; returns what it produced."""
-  mode = params['mode']
+def _configured_eval_steps(config):
+  return config.eval_steps or None
+
+
+def run(runner: Runner, config, eval_steps=None):
+  """Runs config.mode (a trainer.config.Config's) with `runner`; returns
+  what it produced.
+
+  eval_steps: () -> the evaluation steps (None: until the input ends),
+  called once where the mode evaluates; it raises ValueError where the
+  input never ends. The front end passes its input's
+  (trainer/models/inputs.py); default: --eval_steps, else the whole input.
+  """
+  mode = config.mode
   if mode in _NEEDS_CHECKPOINT and runner.latest_checkpoint() is None:
-    raise ValueError(f'--model_dir={params["model_dir"]} has no checkpoint '
+    raise ValueError(f'--model_dir={config.model_dir} has no checkpoint '
                      f'to {_NEEDS_CHECKPOINT[mode]}.')
+  resolve_eval_steps = eval_steps or functools.partial(
+      _configured_eval_steps, config)
   if mode == 'train':
-    _train(runner, params, params['train_steps'])
+    _train(runner, config, config.train_steps)
     return {'global_step': runner.global_step()}
   if mode == 'evaluate':
-    return evaluate(runner, params, resolve_eval_steps(params))
+    return evaluate(runner, resolve_eval_steps())
   if mode == 'train_and_evaluate':
-    eval_steps = resolve_eval_steps(params)
+    steps = resolve_eval_steps()
     step = runner.global_step()
     metrics = None
-    while step < params['train_steps']:
-      step = min(step + params['steps_per_eval'], params['train_steps'])
-      _train(runner, params, step)
-      metrics = evaluate(runner, params, eval_steps)
+    while step < config.train_steps:
+      step = min(step + config.steps_per_eval, config.train_steps)
+      _train(runner, config, step)
+      metrics = evaluate(runner, steps)
       step = metrics['global_step']
     if metrics is None:  # Already trained: evaluate what is there.
-      metrics = evaluate(runner, params, eval_steps)
+      metrics = evaluate(runner, steps)
     return metrics
   if mode == 'predict':
-    path = os.path.join(params['model_dir'], PREDICTIONS_FILE)
+    path = os.path.join(config.model_dir, PREDICTIONS_FILE)
     count = write_predictions(runner.predict(), path)
     logging.info('Wrote %d predictions to %s.', count, path)
     return {'predictions_file': path, 'count': count}
   if mode == 'export':
-    path = runner.export(params['export_dir'])
+    path = runner.export(config.export_dir)
     logging.info('Exported SavedModel to %s.', path)
     return {'export_path': path}
   raise ValueError(f'--mode={mode!r} is not one of train, evaluate, '

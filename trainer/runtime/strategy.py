@@ -41,10 +41,11 @@ def split_cpu(num_devices):
           f'{have} CPU device(s) in this process: {e}') from e
 
 
-def make_strategy(params):
-  """(strategy, kind) for params; kind names the choice for logs and tests."""
-  if params['use_tpu']:
-    resolver = tpu_cluster.resolve_tpu(params)
+def make_strategy(cluster):
+  """(strategy, kind) for a Config's cluster settings (`config.cluster`, a
+  trainer.config.Cluster); kind names the choice for logs and tests."""
+  if cluster.use_tpu:
+    resolver = tpu_cluster.resolve_tpu(cluster)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver), 'tpu'
@@ -54,9 +55,9 @@ def make_strategy(params):
     return (tf.distribute.experimental.ParameterServerStrategy(
         tf_config.training_cluster_resolver()), 'parameter_server')
   if tf_config.cluster_workers() > 1:
-    tf_config.configure_peer_timeout(params['peer_timeout_secs'])
+    tf_config.configure_peer_timeout(cluster.peer_timeout_secs)
     return tf.distribute.MultiWorkerMirroredStrategy(), 'multi_worker_mirrored'
-  num_cpu = params['num_cpu_devices']
+  num_cpu = cluster.num_cpu_devices
   split_cpu(num_cpu)
   devices = (tf.config.list_logical_devices('GPU') or
              tf.config.list_logical_devices('CPU')[:num_cpu])
@@ -64,6 +65,22 @@ def make_strategy(params):
     return (tf.distribute.MirroredStrategy([d.name for d in devices]),
             'mirrored')
   return tf.distribute.get_strategy(), 'default'
+
+
+def per_replica_batches(config, num_replicas, runner):
+  """{'train', 'eval': the per-replica batch} of a Config's global batches
+  over `num_replicas` (the strategy's replicas in sync): the one place the
+  runners split them. ValueError naming the flag when one does not divide
+  (`runner` names the runner in the message)."""
+  batches = {}
+  for mode, key in (('train', 'train_batch_size'),
+                    ('eval', 'eval_batch_size')):
+    batch = getattr(config, key)
+    if batch % num_replicas:
+      raise ValueError(f'--{key}={batch} must be divisible by the '
+                       f'{num_replicas} replicas of the {runner}.')
+    batches[mode] = batch // num_replicas
+  return batches
 
 
 def strategy_kind(strategy):

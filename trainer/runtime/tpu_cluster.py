@@ -50,23 +50,24 @@ def probe_master(master, timeout_secs):
         f'{e}') from e
 
 
-def resolve_tpu(params, timeout_secs=CONNECT_TIMEOUT_SECS):
-  """A TPUClusterResolver for params['tpu'] whose worker answers, or None.
+def resolve_tpu(cluster, timeout_secs=CONNECT_TIMEOUT_SECS):
+  """A TPUClusterResolver for cluster.tpu (a trainer.config.Cluster,
+  `config.cluster`) whose worker answers, or None.
 
-  None (logged) when params['use_tpu'] is false: the runner then uses the CPU.
+  None (logged) when cluster.use_tpu is false: the runner then uses the CPU.
   Raises TPUUnreachableError, naming --tpu, within `timeout_secs` when the
   TPU cannot be resolved or its worker does not accept connections.
   """
-  if not params['use_tpu']:
+  if not cluster.use_tpu:
     logging.info('No TPU requested (--tpu empty or --use_tpu=false): running '
                  'on CPU with use_tpu=False.')
     return None
-  tpu = params['tpu']
+  tpu = cluster.tpu
   start = time.monotonic()
   resolver = _call_with_deadline(
       lambda: tf.distribute.cluster_resolver.TPUClusterResolver(
-          tpu=tpu, zone=params['tpu_zone'],
-          project=params['gcp_project']),
+          tpu=tpu, zone=cluster.tpu_zone,
+          project=cluster.gcp_project),
       timeout_secs, f'--tpu={tpu}: cannot resolve the TPU')
   master = _call_with_deadline(resolver.master, timeout_secs,
                                f'--tpu={tpu}: cannot get the TPU address')

@@ -17,12 +17,15 @@ checkpoints in model_dir (name_checkpoints.py). The parts:
   * export.py: a SavedModel from a serving_input_receiver_fn, with the
     spec's export_outputs as signatures.
 
+The engine reads its own settings from a typed trainer.config.Config
+(`settings`); the params dict is made only at the model_fn / input_fn call.
 What the model_fn and input_fn see: `model_params` (the Estimator facade
-passes the user's params) or, from trainer.main, the trainer's params plus
-params['mode'] for the input_fn; plus what TPUEstimator adds:
-params['batch_size'] (per replica), params['use_tpu'] = False for the
+passes the user's params dict, unchanged) or, from trainer.main, the
+settings' params dict (Config.as_params) plus the mode for the input_fn;
+plus what TPUEstimator adds: the batch_size key (per replica, split once
+by trainer/runtime/strategy.per_replica_batches), use_tpu = False for the
 model_fn (the strategy, not CrossShardOptimizer, combines gradients across
-replicas) and params['context'] for the input_fn, a TPUContext that is also
+replicas) and the context key for the input_fn, a TPUContext that is also
 a tf.distribute.InputContext (input_context.py).
 """
 
@@ -47,6 +50,7 @@ from trainer.engines.tf2 import name_checkpoints
 from trainer.engines.tf2 import scaffold as scaffold_lib
 from trainer.engines.tf2 import spec as spec_lib
 from trainer.engines.tf2 import train
+from trainer.models import inputs
 from trainer.runtime import checkpoints
 from trainer.runtime import loop
 from trainer.runtime import strategy as strategy_lib
@@ -70,57 +74,51 @@ def _input_fns(input_fn):
 class Tf2Engine:
   """train / evaluate / predict / export of a model_fn under one strategy."""
 
-  def __init__(self, params, model_fn, input_fn=None, *, model_params=None,
+  def __init__(self, settings, model_fn, input_fn=None, *, model_params=None,
                config=None, strategy=None, serving_input_fn=None):
-    """params: the runner's settings (trainer/params.py keys: model_dir,
-    seed, batch sizes, iterations_per_loop, checkpoint cadence, TPU...).
-    input_fn: the default input_fn, or {mode: input_fn}; each call may pass
-    its own. model_params: the dict the model_fn and input_fn see (default:
-    params, with params['mode'] for the input_fn). config: what a model_fn
-    taking `config` gets. strategy: (strategy, kind) to use instead of the
-    one params choose. serving_input_fn: export()'s default
-    serving_input_receiver_fn.
+    """settings: the run's trainer.config.Config (model_dir, seed, batch
+    sizes, iterations_per_loop, checkpoint cadence, TPU...). input_fn: the
+    default input_fn, or {mode: input_fn}; each call may pass its own.
+    model_params: the dict the model_fn and input_fn see, passed through
+    as given (default: settings.as_params(), with the mode for the
+    input_fn). config: what a model_fn taking `config` gets (a RunConfig).
+    strategy: (strategy, kind) to use instead of the one settings choose.
+    serving_input_fn: export()'s default serving_input_receiver_fn (the
+    front end's; trainer.main's is the built-in signature).
     """
-    self._params = params
+    self.settings = settings
     self._serving_input_fn = serving_input_fn
     self._model_fn = model_fn
     self._input_fns = _input_fns(input_fn)
     self._model_params = model_params
     self.config = config
-    op_seeds.set_global_seed(params['seed'])
+    op_seeds.set_global_seed(settings.seed)
     self.strategy, self.strategy_kind = strategy or (
-        strategy_lib.make_strategy(params))
+        strategy_lib.make_strategy(settings.cluster))
     # Another MirroredStrategy of this process may have used its keys.
     collective_keys.use_own_keys(self.strategy)
     self.jit = strategy_lib.choose_jit(self.strategy_kind,
-                                       params['jit_compile'])
+                                       settings.jit_compile)
     self.num_replicas = self.strategy.num_replicas_in_sync
     logging.info('tf2 runner: %s strategy, %d replica(s).',
                  self.strategy_kind, self.num_replicas)
-    for key in ('train_batch_size', 'eval_batch_size'):
-      if params[key] % self.num_replicas:
-        raise ValueError(f'--{key}={params[key]} must be divisible by the '
-                         f'{self.num_replicas} replicas of the tf2 runner.')
-    self.model_dir = params['model_dir']
+    self._per_replica_batch = strategy_lib.per_replica_batches(
+        settings, self.num_replicas, 'tf2 runner')
+    self.model_dir = settings.model_dir
     if not tf_config.is_chief_task() and (  # Keeps its own copy, apart;
         tf_config.task_type() != 'evaluator'):  # a sidecar reads model_dir.
-      self.model_dir = os.path.join(params['model_dir'],
+      self.model_dir = os.path.join(settings.model_dir,
                                     f'worker-{tf_config.task_index()}')
     with self.strategy.scope():
       self.module = model_fn_adapter.ModelFnModule(model_fn, config=config)
     self.checkpoints = name_checkpoints.ModuleCheckpoints(
-        self.module, self.model_dir, params['model_dir'],
-        params['keep_checkpoint_max'], self.strategy)
+        self.module, self.model_dir, settings.model_dir,
+        settings.keep_checkpoint_max, self.strategy)
     self.stale = False  # Variables hold another state than training's.
     self._global_step_variable = None
-    self._training = train.Training(self, params['iterations_per_loop'],
-                                    loop.policy_for(params))
+    self._training = train.Training(self, settings.iterations_per_loop,
+                                    loop.policy_for(settings))
     self._evaluation = evaluate.Evaluation(self)
-
-  @property
-  def params(self):
-    """The runner's settings (trainer/params.py keys)."""
-    return self._params
 
   # -- the Runner of trainer/runtime/modes.py ---------------------------
 
@@ -131,7 +129,7 @@ class Tf2Engine:
       self._global_step_variable = variable
     if variable is not None and not self.stale:
       return int(tf_private.read_scalar(variable))
-    return checkpoints.latest_checkpoint_step(self._params['model_dir']) or 0
+    return checkpoints.latest_checkpoint_step(self.settings.model_dir) or 0
 
   def train(self, to_step=None, *, steps=None, input_fn=None, hooks=(),
             saving_listeners=()):
@@ -170,18 +168,18 @@ class Tf2Engine:
     """SavedModel of the PREDICT graph under export_dir/TIMESTAMP; its path.
 
     serving_input_receiver_fn: as Estimator.export_saved_model takes it
-    (TF1 placeholders included); default: the built-in models' signature
-    taking encoded images (trainer/runtime/serving.py).
+    (TF1 placeholders included); default: the engine's serving_input_fn,
+    else the built-in models' signature taking encoded images
+    (trainer/models/inputs.py, input_fn/serving.py).
     """
     path = checkpoint_path or self.latest_checkpoint()
     if path is None:
-      raise ValueError(f'--model_dir={self._params["model_dir"]} has no '
+      raise ValueError(f'--model_dir={self.settings.model_dir} has no '
                        'checkpoint to export.')
     serving_input_receiver_fn = (serving_input_receiver_fn or
                                  self._serving_input_fn)
     if serving_input_receiver_fn is None:
-      from trainer.runtime import serving  # pylint: disable=g-import-not-at-top
-      serving_input_receiver_fn = serving.serving_input_receiver_fn_for(
+      serving_input_receiver_fn = inputs.serving_input_receiver_fn(
           self.model_params(estimator_compat.ModeKeys.PREDICT))
     return export.export_saved_model(
         self._model_fn,
@@ -227,15 +225,18 @@ class Tf2Engine:
     return input_fn
 
   def _user_params(self):
-    # A copy of the same type: a dict subclass (an AttrDict) stays one.
-    return copy.copy(self._params if self._model_params is None
-                     else self._model_params)
+    """The params dict of one model_fn / input_fn call: the settings' (a
+    new dict), or a copy of the user's of the same type (a dict subclass,
+    an AttrDict, stays one)."""
+    if self._model_params is None:
+      return self.settings.as_params()
+    return copy.copy(self._model_params)
 
   def batch_size(self, mode):
     """The global batch of `mode`."""
-    key = ('train_batch_size' if mode == estimator_compat.ModeKeys.TRAIN
-           else 'eval_batch_size')
-    return self._params[key]
+    return (self.settings.train_batch_size
+            if mode == estimator_compat.ModeKeys.TRAIN
+            else self.settings.eval_batch_size)
 
   def model_params(self, mode, export=False):
     """params the model_fn sees: per-replica batch (None in export),
@@ -243,8 +244,8 @@ class Tf2Engine:
     params = self._user_params()
     if self._model_params is None:
       params['model_dir'] = self.model_dir
-    params['batch_size'] = None if export else (
-        self.batch_size(mode) // self.num_replicas)
+    params['batch_size'] = None if export else self._per_replica_batch[
+        'train' if mode == estimator_compat.ModeKeys.TRAIN else 'eval']
     params['use_tpu'] = False
     return params
 
@@ -257,13 +258,14 @@ class Tf2Engine:
       params = self._user_params()
       if self._model_params is None:
         params['mode'] = mode  # The trainer's input_fn contract.
+      tpu_context = input_context.TPUInputContext(context, host)
       params['batch_size'] = context.get_per_replica_batch_size(global_batch)
-      params['context'] = input_context.TPUInputContext(context, host)
+      params['context'] = tpu_context
       with op_seeds.input_fn_op_seeds():  # The estimator runner's seeds.
         return input_tensors.input_dataset(
             lambda: estimator_calls.call_input_fn(
                 input_fn, mode, copy.copy(params), self.config,
-                params['context']))
+                tpu_context))
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 
@@ -271,7 +273,7 @@ class Tf2Engine:
     """The model_fn's normalised spec on this engine's variables (call it
     in a trace): the one place the engine calls the model_fn (export.py
     traces its own copy with model_params(PREDICT, export=True)).
-    params['batch_size'] is the per-replica batch, or `batch_size` when
+    The batch_size key is the per-replica batch, or `batch_size` when
     given (an evaluation of one device's whole batch)."""
     params = self.model_params(mode)
     if batch_size is not None:
@@ -287,7 +289,7 @@ class Tf2Engine:
 
   def latest_checkpoint(self):
     """model_dir's latest checkpoint prefix, or None."""
-    return tf.train.latest_checkpoint(self._params['model_dir'])
+    return tf.train.latest_checkpoint(self.settings.model_dir)
 
   def load(self, spec, checkpoint_path=None):
     """After a trace: initialises the variables as TPUEstimator's session

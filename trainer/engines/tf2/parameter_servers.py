@@ -43,12 +43,12 @@ def coordinator_of(strategy):
   return tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
 
 
-def check_coordinator_mode(params):
+def check_coordinator_mode(config):
   """UnsupportedClusterError unless the chief of a ps cluster trains
   (--mode=train): evaluation there is the evaluator task's (sidecar)."""
-  if params['mode'] != 'train':
+  if config.mode != 'train':
     raise tf_config.UnsupportedClusterError(
-        f'--mode={params["mode"]} on the chief of a TF_CONFIG cluster with '
+        f'--mode={config.mode} on the chief of a TF_CONFIG cluster with '
         '"ps" tasks: the chief coordinates training (--mode=train); an '
         '"evaluator" task evaluates each checkpoint (sidecar evaluation), '
         'or run --mode=evaluate without TF_CONFIG once training is done.')
@@ -91,12 +91,12 @@ def split_steps(num_steps, workers):
   return [base + (i < extra) for i in range(workers) if base + (i < extra)]
 
 
-def evaluate_as_sidecar(runner, params, poll_secs=1.0):
+def evaluate_as_sidecar(runner, config, poll_secs=1.0):
   """The evaluator task: evaluates each new checkpoint of model_dir (as
   Estimator's evaluator, every --eval_steps batches or the whole input)
   until one at or past --train_steps (without --train_steps, until
   stopped); the last metrics."""
-  model_dir, last_step = params['model_dir'], params['train_steps']
+  model_dir, last_step = config.model_dir, config.train_steps
   seen, metrics = None, {}
   while True:
     path = tf.train.latest_checkpoint(model_dir)
@@ -105,7 +105,7 @@ def evaluate_as_sidecar(runner, params, poll_secs=1.0):
       continue
     seen = path
     try:
-      metrics = runner.evaluate(params['eval_steps'] or None,
+      metrics = runner.evaluate(config.eval_steps or None,
                                 checkpoint_path=path)
     except (tf.errors.NotFoundError, ValueError) as e:
       if tf.io.gfile.exists(path + '.index'):

@@ -84,7 +84,7 @@ class Training(driver.LoopTrainer):
     self._listeners = None  # checkpoint_listeners.Listeners of a call.
     self.last_loss = None  # The last step's loss of the current call.
     self._profile = profiling.StepWindow(  # --profile_steps, per loop.
-        runner.model_dir, runner.params['profile_steps'])
+        runner.model_dir, runner.settings.profile_steps)
 
   def _replica_step(self, features, labels):
     runner = self._runner
@@ -142,12 +142,12 @@ class Training(driver.LoopTrainer):
     if self._hooks is not None and self._hooks.traced_in_current_graph():
       return hooks_lib.placeholders_like(self._hooks.traced_tensors)
     runner = self._runner
-    params = runner.params
+    settings = runner.settings
     graph = tf.compat.v1.get_default_graph()
     with runner.module.in_call_collections(), graph.name_scope(None):
       default_hooks = summaries.training_hooks(
-          loss, runner.model_dir, params['save_summary_steps'],
-          params['log_step_count_steps'],
+          loss, runner.model_dir, settings.save_summary_steps,
+          settings.log_step_count_steps,
           compiled=runner.jit or runner.strategy_kind == 'tpu')
       chief_hooks = list(spec.chief_hooks) if (
           tf_config.is_chief_task()) else []
@@ -197,7 +197,7 @@ class Training(driver.LoopTrainer):
       parameter_servers.describe_placement(runner.module)
     scaffold = runner.load(self._spec)  # Its ScaffoldError first.
     runner.checkpoints.keep_at_most(scaffold_lib.checkpoints_to_keep(
-        scaffold, runner.params['keep_checkpoint_max']))
+        scaffold, runner.settings.keep_checkpoint_max))
     self._hooks_in_trace = True
     steps.append(make_step())
     self._checks.check(_TRAIN)

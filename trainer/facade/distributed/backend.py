@@ -116,7 +116,9 @@ class Backend:
     self.model = model
     session_config.apply(model.config.session_config)
 
-  def _params(self, mode, train_steps=None):
+  def _settings(self, mode, train_steps=None):
+    """The engine's trainer.config.Config for one call in `mode` (the
+    user's params dict reaches the model_fn apart, unchanged)."""
     model, config = self.model, self.model.config
     tpu_config = getattr(config, 'tpu_config', None)
     if model.is_tpu and tpu_config is not None:
@@ -143,7 +145,7 @@ class Backend:
         save_checkpoints_secs=config.save_checkpoints_secs,
         save_summary_steps=config.save_summary_steps,
         log_step_count_steps=config.log_step_count_steps,
-        train_steps=train_steps or 0).as_params()
+        train_steps=train_steps or 0)
 
   def _strategy(self, mode):
     """(strategy, kind) from the RunConfig, or None for the runner's own."""
@@ -183,7 +185,7 @@ class Backend:
     _check_cluster(config, mode)
     fns = estimator_fns.EstimatorFns(self.model, input_fn)
     runner = tf2_engine.Tf2Engine(
-        self._params(mode, train_steps), fns.model_fn,
+        self._settings(mode, train_steps), fns.model_fn,
         None if input_fn is None else fns.input_fn, model_params={},
         config=config, strategy=self._strategy(mode))
     fns.distributed = (runner.num_replicas > 1 or

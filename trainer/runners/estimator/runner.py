@@ -20,12 +20,12 @@ from trainer.api import model_fns
 from trainer.compat import op_seeds
 from trainer.guard import checkpoint_fit
 from trainer.guard import session_hooks
+from trainer.models import inputs
 from trainer.runners.estimator import loop_hooks as hooks
 from trainer.runtime import checkpoints
 from trainer.runtime import loop
 from trainer.runtime import modes
 from trainer.runtime import profiling
-from trainer.runtime import serving
 from trainer.runtime import tpu_cluster
 
 _tpu = tf.compat.v1.estimator.tpu
@@ -102,37 +102,39 @@ def _no_partial_export(export_dir):
 class EstimatorRunner:
   """train / evaluate / predict / export through one TPUEstimator."""
 
-  def __init__(self, params, model_fn, input_fn, serving_input_fn=None):
-    self._params = params
+  def __init__(self, config, model_fn, input_fn, serving_input_fn=None):
+    """config: the run's trainer.config.Config; TPUEstimator's params (the
+    model_fn's and input_fn's) are its params dict."""
+    self._config = config
     self._input_fns = (dict(input_fn) if isinstance(input_fn, dict) else
                        {mode: input_fn for mode in ('train', 'eval', 'infer')})
     self._serving_input_fn = serving_input_fn
-    resolver = tpu_cluster.resolve_tpu(params)
-    config = _tpu.RunConfig(
+    resolver = tpu_cluster.resolve_tpu(config.cluster)
+    run_config = _tpu.RunConfig(
         cluster=resolver,
-        model_dir=params['model_dir'],
-        tf_random_seed=params['seed'],
+        model_dir=config.model_dir,
+        tf_random_seed=config.seed,
         save_checkpoints_steps=None,  # hooks.CheckpointSaverHook saves.
         save_checkpoints_secs=None,
-        keep_checkpoint_max=params['keep_checkpoint_max'],
-        save_summary_steps=params['save_summary_steps'],
-        log_step_count_steps=params['log_step_count_steps'],
+        keep_checkpoint_max=config.keep_checkpoint_max,
+        save_summary_steps=config.save_summary_steps,
+        log_step_count_steps=config.log_step_count_steps,
         tpu_config=_tpu.TPUConfig(
-            iterations_per_loop=params['iterations_per_loop'],
-            num_shards=params['num_cores'],
+            iterations_per_loop=config.iterations_per_loop,
+            num_shards=config.num_cores,
             per_host_input_for_training=_tpu.InputPipelineConfig.PER_HOST_V2))
     self.estimator = _tpu.TPUEstimator(
         model_fn=checked_before_training(with_derived_op_seeds(model_fn)),
-        config=config,
-        use_tpu=params['use_tpu'],
-        train_batch_size=params['train_batch_size'],
-        eval_batch_size=params['eval_batch_size'],
-        predict_batch_size=params['eval_batch_size'],
-        params=params,
+        config=run_config,
+        use_tpu=config.use_tpu,
+        train_batch_size=config.train_batch_size,
+        eval_batch_size=config.eval_batch_size,
+        predict_batch_size=config.eval_batch_size,
+        params=config.as_params(),
         export_to_tpu=False)
-    self._policy = loop.policy_for(params)
-    self._profile = profiling.StepWindow(params['model_dir'],
-                                         params['profile_steps'])
+    self._policy = loop.policy_for(config)
+    self._profile = profiling.StepWindow(config.model_dir,
+                                         config.profile_steps)
 
   def input_fn(self, mode):
     """The input_fn TPUEstimator is given for `mode` (params["mode"] set,
@@ -146,10 +148,10 @@ class EstimatorRunner:
     return seeded_input_fn
 
   def global_step(self):
-    return checkpoints.latest_checkpoint_step(self._params['model_dir']) or 0
+    return checkpoints.latest_checkpoint_step(self._config.model_dir) or 0
 
   def latest_checkpoint(self):
-    return tf.train.latest_checkpoint(self._params['model_dir'])
+    return tf.train.latest_checkpoint(self._config.model_dir)
 
   def train(self, to_step):
     policy = self._policy
@@ -158,7 +160,7 @@ class EstimatorRunner:
           self.input_fn('train'), max_steps=to_step,
           hooks=[hooks.LoopPolicyHook(policy, to_step),  # Before the saver.
                  hooks.CheckpointSaverHook(
-                     policy, self._params['model_dir'],
+                     policy, self._config.model_dir,
                      listeners=[hooks.FiniteVariablesListener(policy)]),
                  hooks.ProfilerHook(self._profile, self._steps_per_run())])
 
@@ -174,14 +176,13 @@ class EstimatorRunner:
 
   def _steps_per_run(self):
     """Steps one session.run of TPUEstimator.train runs."""
-    return self._params['iterations_per_loop'] if self._params[
-        'use_tpu'] else 1
+    return self._config.iterations_per_loop if self._config.use_tpu else 1
 
   def evaluate(self, steps):
     with checkpoint_fit.checking_restores():
       return self.estimator.evaluate(
           self.input_fn('eval'), steps=steps,
-          hooks=[session_hooks.AbortOnSignalHook(self._params['model_dir'])])
+          hooks=[session_hooks.AbortOnSignalHook(self._config.model_dir)])
 
   def predict(self):
     with checkpoint_fit.checking_restores():
@@ -192,5 +193,5 @@ class EstimatorRunner:
     with checkpoint_fit.checking_restores(), _no_partial_export(export_dir):
       path = self.estimator.export_saved_model(
           export_dir, self._serving_input_fn or
-          serving.serving_input_receiver_fn_for(self._params))
+          inputs.serving_input_receiver_fn(self._config.as_params()))
     return path.decode() if isinstance(path, bytes) else path

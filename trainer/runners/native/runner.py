@@ -6,7 +6,7 @@ through distribute_datasets_from_function, params['batch_size'] the
 per-replica batch, params['mode'] train|eval|infer, params['context'] the
 InputContext), the same learning-rate schedule and optimizer math
 (model_fn/native/optimization.py), the same loss, metrics, summary tags and
-predictions as the TF1 model_fn, under the strategy params choose
+predictions as the TF1 model_fn, under the strategy the Config chooses
 (trainer/runtime/strategy.py, as the tf2 runner; a non-chief worker keeps its
 own copy under model_dir/worker-N).
 
@@ -54,19 +54,19 @@ TRAIN, EVAL, INFER = 'train', 'eval', 'infer'
 NativeCheckpointError = checkpoints.NativeCheckpointError
 
 
-def _default_input_fn(params):
+def _default_input_fn(config):
   from input_fn import inputs  # pylint: disable=g-import-not-at-top
-  name = params['input']
+  name = config.input
   if name not in inputs.INPUT_FNS:
     raise ValueError(f'--input={name!r}: pass input_fn= to NativeRunner for '
                      'an input_fn that is not built in.')
   return inputs.INPUT_FNS[name]
 
 
-def _input_fns(input_fn, params):
+def _input_fns(input_fn, config):
   """{mode: input_fn} from None (the built-in), one callable or a dict."""
   if input_fn is None:
-    input_fn = _default_input_fn(params)
+    input_fn = _default_input_fn(config)
   if callable(input_fn):
     return {mode: input_fn for mode in (TRAIN, EVAL, INFER)}
   missing = {TRAIN, EVAL, INFER} - set(input_fn)
@@ -78,61 +78,61 @@ def _input_fns(input_fn, params):
 class NativeRunner:
   """train / evaluate / predict / export of the native model under Orbit.
 
-  params: the trainer's params (model and optimizer keys, batch sizes,
-  iterations_per_loop, save_checkpoints_steps, keep_checkpoint_max,
-  model_dir, input, seed, jit_compile). strategy: a tf.distribute.Strategy
-  (default: trainer/runtime/strategy.make_strategy(params)). input_fn:
-  input_fn(params) or {'train', 'eval', 'infer': input_fn} (default: the
-  built-in params['input']). on_loop_end(step, losses): see the module
-  docstring. jit_compile: XLA-compile the replica train step (default:
-  strategy.choose_jit of params['jit_compile'], as the tf2 runner).
+  config: the run's trainer.config.Config (model and optimizer settings,
+  batch sizes, iterations_per_loop, save_checkpoints_steps,
+  keep_checkpoint_max, model_dir, input, seed, jit_compile); the model
+  code (model_fn/native) gets its params dict. strategy: a
+  tf.distribute.Strategy (default: trainer/runtime/strategy.make_strategy).
+  input_fn: input_fn(params) or {'train', 'eval', 'infer': input_fn}
+  (default: the built-in config.input). on_loop_end(step, losses): see the
+  module docstring. jit_compile: XLA-compile the replica train step
+  (default: strategy.choose_jit of config.jit_compile, as the tf2 runner).
   """
 
-  def __init__(self, params, strategy=None, *, input_fn=None,
+  def __init__(self, config, strategy=None, *, input_fn=None,
                on_loop_end=None, jit_compile=None):
     for key in ('iterations_per_loop', 'save_checkpoints_steps',
                 'keep_checkpoint_max', 'train_batch_size', 'eval_batch_size'):
-      if not isinstance(params.get(key), int) or params[key] < 1:
-        raise ValueError(f"params['{key}'] ({params.get(key)}) must be a "
+      value = getattr(config, key)
+      if not isinstance(value, int) or value < 1:
+        raise ValueError(f"params['{key}'] ({value}) must be a "
                          'positive integer.')
-    if not params.get('model_dir'):
+    if not config.model_dir:
       raise ValueError("params['model_dir'] must be set.")
-    params_lib.check_native(params)
+    params_lib.check_native(config)
     if on_loop_end is not None and not callable(on_loop_end):
       raise ValueError(f'`on_loop_end` ({on_loop_end!r}) must be callable.')
-    self._params = params
+    self._config = config
+    self._params = config.as_params()  # What the model code reads.
     if strategy is None:
-      self.strategy, kind = strategy_lib.make_strategy(params)
+      self.strategy, kind = strategy_lib.make_strategy(config.cluster)
     else:
       self.strategy, kind = (strategy,
                              strategy_lib.strategy_kind(strategy))
     self.num_replicas = self.strategy.num_replicas_in_sync
-    for key in ('train_batch_size', 'eval_batch_size'):
-      if params[key] % self.num_replicas:
-        raise ValueError(f'--{key}={params[key]} must be divisible by the '
-                         f'{self.num_replicas} replicas of the native '
-                         'runner.')
+    strategy_lib.per_replica_batches(config, self.num_replicas,
+                                     'native runner')
     if jit_compile is None:
-      jit_compile = strategy_lib.choose_jit(kind, params['jit_compile'])
+      jit_compile = strategy_lib.choose_jit(kind, config.jit_compile)
     self.jit_compile = bool(jit_compile)
-    self._input_fns = _input_fns(input_fn, params)
+    self._input_fns = _input_fns(input_fn, config)
     self._on_loop_end = on_loop_end
-    self.model_dir = params['model_dir']
+    self.model_dir = config.model_dir
     if not tf_config.is_chief_task():  # Keeps its own copy, apart.
-      self.model_dir = os.path.join(params['model_dir'],
+      self.model_dir = os.path.join(config.model_dir,
                                     f'worker-{tf_config.task_index()}')
-    self._policy = loop.policy_for(params)
+    self._policy = loop.policy_for(config)
     self._summaries = native_summaries.TrainingSummaries(
-        self.model_dir, params['save_summary_steps'],
-        params['log_step_count_steps'])
-    op_seeds.set_global_seed(params['seed'])
+        self.model_dir, config.save_summary_steps,
+        config.log_step_count_steps)
+    op_seeds.set_global_seed(config.seed)
     with self.strategy.scope():
-      self.model = builtin.build_native_model(params)
-      self.optimizer = optimization.make_optimizer(params)
+      self.model = builtin.build_native_model(self._params)
+      self.optimizer = optimization.make_optimizer(self._params)
       self.optimizer.build(self.model.trainable_variables)
     self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer)
     self.checkpoint_manager = checkpoints.make_manager(
-        self.checkpoint, self.model_dir, params['keep_checkpoint_max'],
+        self.checkpoint, self.model_dir, config.keep_checkpoint_max,
         step_counter=self.optimizer.iterations)
     self._restore()
     self._trainer = None
@@ -187,8 +187,8 @@ class NativeRunner:
   # -- input ------------------------------------------------------------------
 
   def _dataset(self, mode):
-    global_batch = self._params['train_batch_size' if mode == TRAIN
-                                else 'eval_batch_size']
+    global_batch = (self._config.train_batch_size if mode == TRAIN
+                    else self._config.eval_batch_size)
     input_fn = self._input_fns[mode]
 
     def dataset_fn(context):
@@ -204,11 +204,11 @@ class NativeRunner:
     """The Orbit trainer, made (with its input pipeline) on first use."""
     if self._trainer is None:
       self._summary_writer = tf.summary.create_file_writer(
-          self.model_dir, max_queue=self._params['iterations_per_loop'])
+          self.model_dir, max_queue=self._config.iterations_per_loop)
       self._trainer = orbit_trainer.NativeTrainer(
           self.model, self.optimizer, self._dataset(TRAIN), self._params,
           strategy=self.strategy,
-          max_steps_per_loop=self._params['iterations_per_loop'],
+          max_steps_per_loop=self._config.iterations_per_loop,
           jit_compile=self.jit_compile, summary_writer=self._summary_writer)
     return self._trainer
 
@@ -217,7 +217,7 @@ class NativeRunner:
     if self._evaluator is None:
       self._evaluator = orbit_trainer.NativeEvaluator(
           self.model, self._dataset(EVAL), self._params,
-          strategy=self.strategy, num_classes=self._params['num_classes'])
+          strategy=self.strategy, num_classes=self._config.num_classes)
     return self._evaluator
 
   # -- training ---------------------------------------------------------------
@@ -234,7 +234,7 @@ class NativeRunner:
     checkpoints, progress lines or checks; their losses."""
     losses = []
     while len(losses) < num_steps:
-      n = min(self._params['iterations_per_loop'], num_steps - len(losses))
+      n = min(self._config.iterations_per_loop, num_steps - len(losses))
       losses.extend(self.train_loop(n).tolist())
     return losses
 
@@ -307,7 +307,7 @@ class NativeRunner:
     """SavedModel with serving_default(image_bytes) -> classes,
     probabilities under EXPORT_DIR/TIMESTAMP; its path."""
     self._require_checkpoint('export')
-    from trainer.runtime import serving as export_lib  # pylint: disable=g-import-not-at-top
+    from input_fn import serving as export_lib  # pylint: disable=g-import-not-at-top
     params = dict(self._params, batch_size=None)
     module = tf.Module()
     module.model = self.model

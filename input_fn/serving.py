@@ -1,4 +1,8 @@
-"""The serving signature of exported SavedModels: encoded images in."""
+"""The built-in serving signature of exported SavedModels: encoded images
+in, decoded and preprocessed as the built-in inputs' evaluation images.
+
+The front ends choose it as the default serving_input_receiver_fn
+(trainer/runners/registry.py); the runtime and the engines know none."""
 
 import tensorflow as tf
 
