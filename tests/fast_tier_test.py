@@ -10,11 +10,15 @@ import tensorflow as tf
 
 from tests import conftest
 
+# The real source tree (under Bazel too, where this file is a symlink into
+# runfiles that hold only this target's files).
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
 
 def test_the_fast_tier_names_test_modules_that_exist():
   assert conftest.FAST_TIER
   missing = [m for m in conftest.FAST_TIER
-             if not os.path.isfile(os.path.join(conftest.REPO_ROOT, m))]
+             if not os.path.isfile(os.path.join(SOURCE_ROOT, m))]
   assert not missing, missing
   assert all(os.path.basename(m).endswith('_test.py')
              for m in conftest.FAST_TIER)

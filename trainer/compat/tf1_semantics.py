@@ -250,7 +250,10 @@ _step_start = {}  # id(variable) -> (graph, its value at the step's start)
 
 def _read_variable_op(variable, no_copy=False):
   entry = _step_start.get(id(variable))
-  if entry is not None and entry[0] is tf.compat.v1.get_default_graph():
+  # Not in an init_scope of the step (eager: a hook asking the session's
+  # global step while the step is traced), where the read is a value.
+  if (entry is not None and not tf.executing_eagerly() and
+      entry[0] is tf.compat.v1.get_default_graph()):
     return entry[1]
   return _ORIGINAL_READ(variable, no_copy=no_copy)
 

@@ -184,6 +184,19 @@ def session_run_hooks_module():
   return basic_session_run_hooks
 
 
+def replica_local_variable(**kwargs):
+  """A plain resource variable from variable-creator `kwargs`, made outside
+  any tf.function and outside every variable creator (a strategy's too):
+  for accumulators made in a replica that the strategy must not mirror."""
+  from tensorflow.python.ops import resource_variable_ops  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  initial = kwargs.get('initial_value')
+  with tf.init_scope():
+    return resource_variable_ops.ResourceVariable(
+        initial_value=initial() if callable(initial) else initial,
+        trainable=False, name=kwargs.get('name'),
+        dtype=kwargs.get('dtype'))
+
+
 def final_ops_of(hook):
   """What a tf.compat.v1.train.FinalOpsHook runs at its end (its
   `final_ops`: a tensor, list or dict, or None)."""

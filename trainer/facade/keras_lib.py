@@ -26,6 +26,7 @@ import re
 
 import tensorflow as tf
 
+from trainer.api import errors
 from trainer.api import specs
 from trainer.compat import keras_estimator as keras_internals
 from trainer.facade import estimator as estimator_lib
@@ -37,8 +38,9 @@ _DEFAULT_SERVING_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 ModeKeys = specs.ModeKeys
 
 
-class FormattedKeyError(KeyError):
-  """A KeyError whose message keeps its newlines (str() is the message)."""
+class FormattedKeyError(errors.TrainerError, KeyError):
+  """A KeyError (as the reference raises) whose message keeps its newlines
+  (str() is the message)."""
 
   def __init__(self, message):
     super().__init__(message)

@@ -153,6 +153,21 @@ def _lift_tensor_initial_value(kwargs, name):
         'callable), or a constant.')
   kwargs['initial_value'] = value
 
+def _is_replica_metric(kwargs):
+  """Whether kwargs make a tf.compat.v1.metrics accumulator in a replica of
+  a strategy of several replicas: one a TF1 graph made and never read in
+  training or prediction (a model_fn building eval_metric_ops in every
+  mode), which the strategy cannot create inside the step (UnliftableError).
+  Evaluating such metrics over several replicas is refused apart
+  (trainer/engines/tf2/evaluate.py)."""
+  collections_ = kwargs.get('collections') or ()
+  if _v1.GraphKeys.METRIC_VARIABLES not in collections_:
+    return False
+  if tf.distribute.in_cross_replica_context():
+    return False
+  return tf.distribute.get_strategy().num_replicas_in_sync > 1
+
+
 class ModelFnModule(tf.Module):
   """A model_fn bound to one set of variables; call it like the model_fn.
 
@@ -246,7 +261,10 @@ class ModelFnModule(tf.Module):
         kwargs['name'] = f'{base[:-1]}_{index}/' if absolute else (
             f'{base}_{index}')
       _lift_tensor_initial_value(kwargs, key)
-      self.created[key] = next_creator(**kwargs)
+      if _is_replica_metric(kwargs):
+        self.created[key] = tf_private.replica_local_variable(**kwargs)
+      else:
+        self.created[key] = next_creator(**kwargs)
     variable = self.created[key]
     requested = kwargs.get('collections')
     if requested is not None and (
