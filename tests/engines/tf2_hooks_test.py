@@ -134,6 +134,26 @@ def test_final_ops_hook_over_variables_reads_their_final_values(tmp_path):
   assert int(made[-1].final_ops_values['step']) == 6
 
 
+def test_the_launchers_guard_hooks_keep_loops_of_several_steps(tmp_path):
+  """The launcher adds StopOnSignalHook and StepRecorderHook to every
+  train(): they must not cut the tf2 runner's loops to one step (under a
+  strategy that made every step a loop: 0.5x the Estimator's steps/s);
+  a hook of the user's still gets one step a loop."""
+  from trainer.guard import session_hooks  # pylint: disable=g-import-not-at-top
+  runner = _runner(tmp_path, 'tf2', _model_fn(), train_steps=20)
+  loops = []
+  training = runner._training  # pylint: disable=protected-access
+  run_loop = training._run_loop  # pylint: disable=protected-access
+  training._run_loop = lambda n: loops.append(n) or run_loop(n)  # pylint: disable=protected-access
+  recorder = session_hooks.StepRecorderHook()
+  runner.train(20, hooks=[session_hooks.StopOnSignalHook(), recorder])
+  assert loops == [10, 10], loops
+  assert recorder.step == 19  # Replayed: the last step's read.
+  loops.clear()
+  runner.train(24, hooks=[recorder, RecordingHook(tf.constant(0.0))])
+  assert loops == [1, 1, 1, 1], loops
+
+
 def test_scaffold_init_op_of_initializers_is_what_already_happened(tmp_path):
   def scaffold():  # Estimator's default init_op, written out by users.
     return v1.train.Scaffold(init_op=tf.group(

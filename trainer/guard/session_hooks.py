@@ -10,6 +10,12 @@ after a checkpoint, so nothing trained is lost). The launcher
 (estimator_guard.py) and the estimator runner's evaluate() add them. `StepRecorderHook`
 keeps the global step of the latest step, for a failure's report ("Loss
 is nan at step N").
+
+Neither training hook needs a boundary after every step
+(`steps_between_runs_matter = False`): the tf2 engine, which stops a
+strategy's training on a signal after its loop of steps, keeps its loops
+of several steps with them (an unknown hook may stop training at any step,
+so it gets one step a loop, as Estimator's session.run).
 """
 
 import tensorflow as tf
@@ -21,6 +27,8 @@ _v1 = tf.compat.v1
 
 class StopOnSignalHook(_v1.train.SessionRunHook):
   """Requests a stop after the running step once a signal was received."""
+
+  steps_between_runs_matter = False  # The engine stops after its loop.
 
   def after_run(self, run_context, run_values):
     del run_values
@@ -51,6 +59,8 @@ class StepRecorderHook(_v1.train.SessionRunHook):
   """Keeps `step`: the global step each run read (as Estimator's
   LoggingTensorHook shows it, `loss = ..., step = N`), None before the
   first run."""
+
+  steps_between_runs_matter = False  # It only records what a step read.
 
   def __init__(self):
     self.step = None

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from model_fn import layers
 from trainer.api import errors
+from trainer.api import estimator_names
 from trainer.api import model_fns
 from trainer.compat import checkpoint_init
 from trainer.compat import estimator_calls
@@ -45,6 +46,7 @@ from trainer.compat import tf_private
 
 _v1 = tf.compat.v1
 _NONE = tf.VariableAggregation.NONE
+_EVAL = estimator_names.ModeKeys.EVAL
 _track_tf1_style_variables = tf_private.track_tf1_style_variables()
 
 
@@ -155,11 +157,11 @@ def _lift_tensor_initial_value(kwargs, name):
 
 def _is_replica_metric(kwargs):
   """Whether kwargs make a tf.compat.v1.metrics accumulator in a replica of
-  a strategy of several replicas: one a TF1 graph made and never read in
-  training or prediction (a model_fn building eval_metric_ops in every
-  mode), which the strategy cannot create inside the step (UnliftableError).
-  Evaluating such metrics over several replicas is refused apart
-  (trainer/engines/tf2/evaluate.py)."""
+  a strategy of several replicas (the caller checks the mode is not EVAL):
+  one a TF1 graph made and never read in training or prediction (a
+  model_fn building eval_metric_ops in every mode), which the strategy
+  cannot create inside the step (UnliftableError). In EVAL the strategy
+  makes them (in the evaluation's graph), as their aggregation needs."""
   collections_ = kwargs.get('collections') or ()
   if _v1.GraphKeys.METRIC_VARIABLES not in collections_:
     return False
@@ -186,11 +188,13 @@ class ModelFnModule(tf.Module):
     self._last = threading.local()  # .collections: the thread's last call's.
     self.unsaved_names = set()  # Not in GLOBAL_VARIABLES (metric sums).
     self.checkpoint_inits = checkpoint_init.Recorder()
+    self._mode = None  # The mode of the call being built.
 
   @_track_tf1_style_variables
   def __call__(self, features, labels, mode, params):
     """The model_fn's spec, built on this module's variables."""
     self._seen.clear()
+    self._mode = mode
     self._call_graph = _v1.get_default_graph()
     scope = _v1.get_variable_scope()
     # At the graph's root, as Estimator calls it, whatever loop or replica
@@ -261,7 +265,7 @@ class ModelFnModule(tf.Module):
         kwargs['name'] = f'{base[:-1]}_{index}/' if absolute else (
             f'{base}_{index}')
       _lift_tensor_initial_value(kwargs, key)
-      if _is_replica_metric(kwargs):
+      if self._mode != _EVAL and _is_replica_metric(kwargs):
         self.created[key] = tf_private.replica_local_variable(**kwargs)
       else:
         self.created[key] = next_creator(**kwargs)

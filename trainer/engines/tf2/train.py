@@ -39,6 +39,7 @@ import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 
 from trainer.api import estimator_names as estimator_compat
+from trainer.compat import facade_private
 from trainer.compat import tf_private
 from trainer.guard import nonfinite
 from trainer.engines.tf2 import checkpoint_listeners
@@ -56,6 +57,7 @@ from trainer.runtime import strategy as strategy_lib
 from trainer.runtime import tf_config
 
 _MEAN = tf.distribute.ReduceOp.MEAN
+_v1 = tf.compat.v1
 _TRAIN = estimator_compat.ModeKeys.TRAIN
 
 
@@ -81,6 +83,7 @@ class Training(driver.LoopTrainer):
     self._hooks_in_trace = False  # The loop's trace runs the hooks.
     self._checks = graph_check.Recorder()
     self._hook_steps = None  # Steps per loop user hooks impose, if any.
+    self._to_step = None  # The last step of the current train() call.
     self._listeners = None  # checkpoint_listeners.Listeners of a call.
     self.last_loss = None  # The last step's loss of the current call.
     self._profile = profiling.StepWindow(  # --profile_steps, per loop.
@@ -159,9 +162,12 @@ class Training(driver.LoopTrainer):
       tensors = hook_runner.trace(session_step=runner.global_step)
     self._hooks = hook_runner
     # Estimator runs hooks after every session.run: one step on CPU and
-    # GPU, one loop on TPU. A user hook may stop training at any of them.
+    # GPU, one loop on TPU. A user hook may stop training at any of them;
+    # those known not to (see _bounds_loops) keep the loops.
+    bounding = [hook for hook in user_hooks
+                if _bounds_loops(hook, self._call_hooks, self._to_step)]
     self._hook_steps = None if (
-        not user_hooks or runner.strategy_kind == 'tpu') else 1
+        not bounding or runner.strategy_kind == 'tpu') else 1
     return tensors
 
   @contextlib.contextmanager
@@ -341,6 +347,7 @@ class Training(driver.LoopTrainer):
         list(saving_listeners) + more, runner.global_step)
     policy = self._policy if cadence is None else self._policy.replace(
         save_every_steps=cadence[0], save_every_secs=cadence[1])
+    self._to_step = to_step  # For _bounds_loops, when the step is traced.
     self._ensure_built(input_fn, hooks)
     self.last_loss = None
     driver.train(self, policy, to_step)
@@ -393,6 +400,22 @@ class Training(driver.LoopTrainer):
 
   def any_worker(self, flag):
     return strategy_lib.any_worker(self._runner.strategy, flag)
+
+
+def _bounds_loops(hook, call_hooks, to_step):
+  """Whether `hook` may end training between two steps of a loop, so that
+  loops must be one step (Estimator's session.run per step). Not so for a
+  hook that says its runs' boundaries do not matter (the launcher's guard
+  hooks), nor for a StopAtStepHook of the call whose last step (known once
+  the hooks' after_create_session ran) is at or beyond the call's last
+  step, where the loops end anyway (Estimator's train(steps, max_steps))."""
+  if not getattr(hook, 'steps_between_runs_matter', True):
+    return False
+  if (type(hook) is _v1.train.StopAtStepHook and  # pylint: disable=unidiomatic-typecheck
+      any(hook is h for h in call_hooks) and to_step is not None):
+    _, last_step = facade_private.stop_hook_config(hook)
+    return last_step is None or last_step < to_step
+  return True
 
 
 def _serialized(tensors):
