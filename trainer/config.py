@@ -218,7 +218,10 @@ KEYS = (
     'label_smoothing', 'save_checkpoints_steps', 'save_checkpoints_secs',
     'save_summary_steps', 'log_step_count_steps', 'profile_steps',
     'keep_checkpoint_max', 'init_checkpoint', 'overwrite_model_dir')
-assert set(KEYS) == set(_GROUP_OF) and len(KEYS) == len(_GROUP_OF)
+if set(KEYS) != set(_GROUP_OF) or len(KEYS) != len(_GROUP_OF):
+  raise RuntimeError('trainer/config.py: every setting must be in exactly '
+                     'one group of _GROUP_OF; differs by '
+                     f'{sorted(set(KEYS) ^ set(_GROUP_OF))}.')
 # Keys the runners add to params for the model_fn and input_fn, beside the
 # settings (as Estimator adds them).
 MODEL_FN_KEYS = ('batch_size', 'context')

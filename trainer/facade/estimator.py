@@ -402,7 +402,9 @@ class _EstimatorProgram(program_lib.Program):
 
   def call_model_fn(self, features, labels, mode, export=False, config=None,
                     use_tpu=False):
-    assert not export and not use_tpu, 'exports call _call_model_fn'
+    if export or use_tpu:
+      raise ValueError('EstimatorFns.call_model_fn: exports and TPU calls go '
+                       'through Estimator._call_model_fn.')
     return self.estimator._call_model_fn(  # pylint: disable=protected-access
         features, labels, mode, config or self.estimator.config)
 
@@ -893,8 +895,13 @@ class Estimator:
 
   def _create_and_assert_global_step(self, graph):
     step = self._create_global_step(graph)
-    assert step is _v1.train.get_global_step()
-    assert step.dtype.is_integer
+    # The reference asserts both: its AssertionError, also under python -O.
+    if step is not _v1.train.get_global_step():
+      raise AssertionError('_create_global_step did not make the graph\'s '
+                           'global step.')
+    if not step.dtype.is_integer:
+      raise AssertionError(f'the global step is {step.dtype.name}, not an '
+                           'integer.')
     return step
 
   def _call_input_fn(self, input_fn, mode, input_context=None):
