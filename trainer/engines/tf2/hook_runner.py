@@ -12,7 +12,10 @@ SummarySaverHook and hooks written the same way work unchanged, called as
 often and in the order a MonitoredSession calls them; at the end of the
 input the hooks get the `before_run` of the session.run that finds no
 batch, as in TF1. `run_context.request_stop()` stops training at the end
-of the loop (as on a TPU, where a loop is one session.run).
+of the loop (as on a TPU, where a loop is one session.run). Where a hook
+may stop between two steps, the runner replays each step inside the loop,
+right after it (train.py's _InLoopHooks), or makes loops of one step
+across workers, so training stops at the step a Session's would.
 
 There is no Session to run other graph tensors: `after_create_session`,
 `end` and `run_context.session` get a `HostSession` that answers fetches

@@ -13,7 +13,9 @@ input_fn anew, as Estimator does. After each loop, on the host:
     its update, as in TF1, so summaries land at TPUEstimator's steps;
   * SessionRunHooks (the call's, the spec's training_hooks and Estimator's
     own loss / global_step/sec summary hooks) see each step's fetches
-    (hook_runner.py), from the first replica;
+    (hook_runner.py), from the first replica; a hook that may stop
+    training between two steps runs inside the loop after each step in
+    one process, or gets loops of one step across workers;
   * the loop driver (trainer/runtime/driver.py) decides checkpoints, the
     progress line, non-finite checks and SIGTERM by the loop policy
     (trainer/runtime/loop.py); a hook's request_stop() ends training after
