@@ -318,7 +318,9 @@ class Training(driver.LoopTrainer):
     self._profile.before_steps(first_step, num_steps)
     self._in_loop.start(self._hooks if self._hooks_in_loop else None,
                         first_step)
-    with self._scope():
+    replaying = self._hooks.replaying() if self._hooks_in_loop else (
+        contextlib.nullcontext())
+    with self._scope(), replaying:
       losses, host_values, hook_values = parameter_servers.run_loop(
           self._runner.strategy, self._loop, self._iterator, num_steps)
     losses = losses.numpy()
