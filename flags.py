@@ -54,6 +54,13 @@ def define_flags(flag_values=flags.FLAGS, validate_on=None):
       'iterations_per_loop', _D.iterations_per_loop,
       'Steps run on the device per host loop (one session.run on TPU).',
       lower_bound=1, flag_values=f)
+  flags.DEFINE_integer(
+      'iterations_per_loop_secs', _D.iterations_per_loop_secs,
+      'Size each host loop to about this many seconds instead of '
+      '--iterations_per_loop steps, learned from the loops run so far (the '
+      "first is one step): TPUEstimator's TPUConfig(iterations_per_loop="
+      "'60s'). 0: off.",
+      lower_bound=0, flag_values=f)
   flags.DEFINE_string(  # Checked against trainer/runners/registry.py's.
       'runner', None,
       'One of the registered runners (trainer/runners/registry.py). '

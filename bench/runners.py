@@ -3,12 +3,14 @@
   python -m bench.runners                       # MLP 784-128-10, batch 128
   python -m bench.runners --input=synthetic     # no host input work
   python -m bench.runners --smoke               # seconds: that it runs (CI)
+  python -m bench.runners --model=resnet --resnet_depth=18 --train_batch_size=32
 
 Runs, in one process, the same built-in model_fn under TPUEstimator
 (use_tpu=False) and under the tf2 runner (its own choice of XLA, and with
 --jit_compile=on: tf2_xla), and a Keras `model.fit` of the same network
 (Dense 128 relu, Dense 10, Adam, jit_compile,
-steps_per_execution = iterations_per_loop). Each runner is built and warmed
+steps_per_execution = iterations_per_loop; for --model=resnet the ResNet's
+Keras twin, model_fn/native, with Adam). Each runner is built and warmed
 up once (graph building and compilation excluded), then every runner runs
 --steps steps in turn, for --rounds rounds, so that a machine shared with
 other work slows all of them alike within a round. Each is timed from the
@@ -40,6 +42,7 @@ import flags as trainer_flags
 from trainer import params as params_lib
 from trainer.api import estimator_names as estimator_compat
 from trainer.facade import install as facade
+from trainer.models import builtin
 from trainer.models import registry
 from trainer.runners import registry as runners
 from trainer.runtime import modes
@@ -204,11 +207,14 @@ def keras_bench(input_fn, root, keras=None):
       dict(params, batch_size=params['train_batch_size']))
   dataset = dataset.map(lambda features, labels: (features['image'], labels))
   keras = keras or tf.keras
-  layers = [keras.layers.Flatten()]
-  layers += [keras.layers.Dense(int(u), activation='relu')
-             for u in params['mlp_hidden_units']]
-  layers += [keras.layers.Dense(params['num_classes'])]
-  model = keras.Sequential(layers)
+  if params['model'] == 'mlp':
+    layers = [keras.layers.Flatten()]
+    layers += [keras.layers.Dense(int(u), activation='relu')
+               for u in params['mlp_hidden_units']]
+    layers += [keras.layers.Dense(params['num_classes'])]
+    model = keras.Sequential(layers)
+  else:  # The built-in model's Keras twin (ResNet: model_fn/native).
+    model = builtin.build_native_model(params)
   model.compile(
       optimizer=keras.optimizers.Adam(params['learning_rate']),
       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -244,7 +250,8 @@ def _measure(model_fn, input_fn, root):
   benches['tf2'] = tf2_bench(model_fn, input_fn, 'auto', root)
   benches['tf2_xla'] = tf2_bench(model_fn, input_fn, 'on', root)
   benches['keras_fit'] = keras_bench(input_fn, root)
-  if keras_3() is not None:  # What TF 2.20's tf.keras is without tf-keras.
+  if keras_3() is not None and FLAGS.model == 'mlp':  # TF 2.20's tf.keras
+    # without tf-keras (the built-in models' Keras twins are tf-keras).
     benches['keras3_fit'] = keras_bench(input_fn, root, keras_3())
   benches['native'] = native_bench(input_fn, root)
   rates = {name: [] for name in benches}

@@ -24,7 +24,8 @@
 # Prints one closing line 'N passed, N failed' over all lanes; exits non-zero
 # if any lane failed or ran no test. The pytest lanes run TEST_JOBS workers
 # (pytest-xdist, whole modules per worker; default: one per core, 1 runs
-# pytest without xdist). TEST_SEED=N repeats the random choices of a run.
+# pytest without xdist). TEST_SEED=N repeats the random choices of a run;
+# DURATIONS=N: the N slowest tests of a pytest lane (default 15).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -108,7 +109,7 @@ run_lane() {  # run_lane LANE [PYTEST ARGS...]: runs the lane; its exit code.
     [[ "$jobs" -gt 1 ]] && workers=(-n "$jobs" --dist loadfile)
     tests=()
     [[ "$lane" == newest && $# -eq 0 ]] && IFS=$' \t\n' read -rd '' -a tests <<<"$NEWEST_TESTS"
-    ".venv/$lane/bin/python" -m pytest -q --durations=15 "${workers[@]}" \
+    ".venv/$lane/bin/python" -m pytest -q --durations="${DURATIONS:-15}" "${workers[@]}" \
         "${tests[@]}" "$@"
   fi
 }

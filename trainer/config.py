@@ -54,6 +54,7 @@ class Schedule:
 
   mode: str = 'train_and_evaluate'
   iterations_per_loop: int = 100
+  iterations_per_loop_secs: int = 0
   train_steps: int = 3000
   eval_steps: int = 0
   steps_per_eval: int = 1000
@@ -205,7 +206,7 @@ _SEQUENCES = ('mlp_hidden_units', 'lr_decay_steps', 'profile_steps')
 # Every setting's name, in the order the flags document them.
 KEYS = (
     'tpu', 'tpu_zone', 'gcp_project', 'use_tpu', 'num_cores',
-    'iterations_per_loop', 'runner', 'jit_compile', 'peer_timeout_secs',
+    'iterations_per_loop', 'iterations_per_loop_secs', 'runner', 'jit_compile', 'peer_timeout_secs',
     'num_cpu_devices', 'mode', 'model', 'input', 'eval_input',
     'predict_input', 'serving_input_fn', 'model_dir', 'data_dir',
     'export_dir', 'seed', 'train_steps', 'eval_steps', 'steps_per_eval',

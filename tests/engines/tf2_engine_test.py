@@ -232,3 +232,19 @@ def test_first_checkpoint_when_training_starts(trained):
   state = tf.train.get_checkpoint_state(trained[0])
   assert [p.rsplit('-', 1)[1] for p in state.all_model_checkpoint_paths] == [
       '0', '10']
+
+
+def test_loops_of_a_seconds_budget(tmp_path):
+  """--iterations_per_loop_secs (TPUEstimator's iterations_per_loop='1s'):
+  one step first, then loops sized from its time, to the last step."""
+  runner = _runner(tmp_path, iterations_per_loop=5,
+                   iterations_per_loop_secs=1, save_checkpoints_steps=100)
+  loops = []
+  training = runner._training  # pylint: disable=protected-access
+  run_loop = training._run_loop  # pylint: disable=protected-access
+  training._run_loop = lambda n: loops.append(n) or run_loop(n)  # pylint: disable=protected-access
+  runner.train(60)
+  assert loops[0] == 1, loops
+  assert max(loops) > 5, loops  # Not --iterations_per_loop's 5.
+  assert sum(loops) == 60, loops
+  assert testutil.latest_step(str(tmp_path / 'model')) == 60

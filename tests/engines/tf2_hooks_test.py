@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests import testutil
+from tests.engines import hook_programs
 from tests.legacy import digits_cnn
 from trainer.runners import registry as runners
 from trainer.engines.tf2 import model_fn_adapter
@@ -17,25 +18,8 @@ from trainer.engines.tf2 import scaffold as scaffold_lib
 from trainer.engines.tf2 import hook_runner as hooks_lib
 
 v1 = tf.compat.v1
+_model_fn = hook_programs.model_fn
 RUNNERS = [pytest.param('estimator', marks=testutil.requires_estimator), 'tf2']
-
-
-class RecordingHook(v1.train.SessionRunHook):
-  """Records (global_step, loss) after every run, as user hooks do."""
-
-  def __init__(self, loss):
-    self._loss = loss
-    self.seen = []
-
-  def begin(self):
-    self._step = v1.train.get_global_step()
-
-  def before_run(self, run_context):
-    return v1.train.SessionRunArgs({'loss': self._loss, 'step': self._step})
-
-  def after_run(self, run_context, run_values):
-    self.seen.append((int(run_values.results['step']),
-                      float(run_values.results['loss'])))
 
 
 class SessionRunningHook(v1.train.SessionRunHook):
@@ -46,19 +30,6 @@ class SessionRunningHook(v1.train.SessionRunHook):
 
   def after_run(self, run_context, run_values):
     run_context.session.run(self._tensor)
-
-
-def _model_fn(make_hooks=None, scaffold=None):
-  def model_fn(features, labels, mode, params):
-    logits = v1.layers.dense(features / 255.0, 10)
-    loss = v1.losses.sparse_softmax_cross_entropy(labels, logits)
-    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(
-        loss, global_step=v1.train.get_global_step())
-    hooks = make_hooks(loss, logits) if make_hooks else []
-    return tf.estimator.EstimatorSpec(
-        mode, loss=loss, train_op=train_op, training_hooks=hooks,
-        scaffold=scaffold() if scaffold else None)
-  return model_fn
 
 
 def _runner(tmp_path, kind, model_fn, train_steps=50):
@@ -84,7 +55,7 @@ def test_hook_fetches_reach_after_run_every_step(tmp_path):
   made = []
 
   def make_hooks(loss, _):
-    made.append(RecordingHook(loss))
+    made.append(hook_programs.RecordingHook(loss))
     return made[-1:]
 
   runner = _runner(tmp_path, 'tf2', _model_fn(make_hooks), train_steps=20)
@@ -138,20 +109,66 @@ def test_the_launchers_guard_hooks_keep_loops_of_several_steps(tmp_path):
   """The launcher adds StopOnSignalHook and StepRecorderHook to every
   train(): they must not cut the tf2 runner's loops to one step (under a
   strategy that made every step a loop: 0.5x the Estimator's steps/s);
-  a hook of the user's still gets one step a loop."""
+  nor does a hook of the user's, which runs inside the loop."""
   from trainer.guard import session_hooks  # pylint: disable=g-import-not-at-top
   runner = _runner(tmp_path, 'tf2', _model_fn(), train_steps=20)
-  loops = []
-  training = runner._training  # pylint: disable=protected-access
-  run_loop = training._run_loop  # pylint: disable=protected-access
-  training._run_loop = lambda n: loops.append(n) or run_loop(n)  # pylint: disable=protected-access
+  loops = hook_programs.count_loops(runner)
   recorder = session_hooks.StepRecorderHook()
   runner.train(20, hooks=[session_hooks.StopOnSignalHook(), recorder])
   assert loops == [10, 10], loops
   assert recorder.step == 19  # Replayed: the last step's read.
   loops.clear()
-  runner.train(24, hooks=[recorder, RecordingHook(tf.constant(0.0))])
-  assert loops == [1, 1, 1, 1], loops
+  recording = hook_programs.RecordingHook(tf.constant(0.0))
+  runner.train(24, hooks=[recorder, recording])
+  assert loops == [4], loops
+  assert [step for step, _ in recording.seen] == [20, 21, 22, 23]
+
+
+class HookFailure(Exception):
+  """What a user's hook raises."""
+
+
+class FailingHook(v1.train.SessionRunHook):
+  """Raises HookFailure in the after_run of the step that read `step`."""
+
+  def __init__(self, step):
+    self._at = step
+
+  def begin(self):
+    self._step = v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return v1.train.SessionRunArgs(self._step)
+
+  def after_run(self, run_context, run_values):
+    if int(run_values.results) == self._at:
+      raise HookFailure(f'failed at {self._at}')
+
+
+@pytest.mark.parametrize('kind', RUNNERS)
+def test_a_hooks_stop_ends_a_loop_of_several_steps_at_its_step(tmp_path,
+                                                               kind):
+  hook = hook_programs.StopAfterHook(last=5)
+  runner = _runner(tmp_path, kind, _model_fn(lambda *_: [hook]),
+                   train_steps=50)
+  loops = hook_programs.count_loops(runner) if kind == 'tf2' else []
+  runner.train(50)
+  # A Session stops after the run whose after_run asked: step 6 (the step
+  # read 5), checkpointed there, after six after_runs.
+  assert testutil.latest_step(str(tmp_path / kind)) == 6
+  assert hook.after_runs == 6
+  if kind == 'tf2':
+    assert loops == [10], loops  # One loop, stopped inside.
+
+
+@pytest.mark.parametrize('kind', RUNNERS)
+def test_a_hooks_exception_reaches_the_caller_as_raised(tmp_path, kind):
+  runner = _runner(tmp_path, kind, _model_fn(lambda *_: [FailingHook(3)]),
+                   train_steps=50)
+  with pytest.raises(HookFailure, match='failed at 3'):
+    runner.train(50)
+  # Nothing trained past the failure was written.
+  assert (testutil.latest_step(str(tmp_path / kind)) or 0) == 0
 
 
 def test_scaffold_init_op_of_initializers_is_what_already_happened(tmp_path):

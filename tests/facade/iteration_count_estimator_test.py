@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import random
+import types
 
 import pytest
 
@@ -64,3 +65,27 @@ def test_errors_are_the_reference_estimators(module):
   counter = module.RuntimeCounter(runtime_secs=2.0, steps=4,
                                   step_time_secs=0.5)
   assert counter._fields == ('runtime_secs', 'steps', 'step_time_secs')
+
+
+@pytest.mark.parametrize('given, secs, steps', [('90s', 90, 100),
+                                                ('2m', 120, 100),
+                                                (40, 0, 40)])
+def test_a_tpu_estimators_duration_sizes_the_runners_loops(given, secs,
+                                                           steps):
+  """On a TPU the facade's runner gets TPUConfig's duration as
+  iterations_per_loop_secs (loops sized by the loop policy with this
+  estimator), and a count as iterations_per_loop: no longer refused."""
+  from trainer.facade.distributed import backend  # pylint: disable=g-import-not-at-top
+  config = types.SimpleNamespace(
+      tf_random_seed=1, keep_checkpoint_max=5, save_checkpoints_steps=50,
+      save_checkpoints_secs=None, save_summary_steps=100,
+      log_step_count_steps=100,
+      tpu_config=types.SimpleNamespace(iterations_per_loop=given))
+  model = types.SimpleNamespace(
+      config=config, is_tpu=True, train_batch_size=8, model_dir='/m',
+      batch_size=lambda mode: 8)
+  runner = backend.Backend.__new__(backend.Backend)
+  runner.model = model
+  settings = runner._settings('train', train_steps=10)  # pylint: disable=protected-access
+  assert (settings.iterations_per_loop_secs,
+          settings.iterations_per_loop) == (secs, steps)

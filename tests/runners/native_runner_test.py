@@ -224,6 +224,9 @@ def test_argument_errors_are_precise(tmp_path):
     runner_lib.NativeRunner(_params(tmp_path, iterations_per_loop=0))
   with pytest.raises(ValueError, match='--num_slices'):
     runner_lib.NativeRunner(_params(tmp_path, num_slices=2))
+  with pytest.raises(ValueError, match='--iterations_per_loop_secs=30: the '
+                     'native runner runs loops of --iterations_per_loop'):
+    runner_lib.NativeRunner(_params(tmp_path, iterations_per_loop_secs=30))
   runner = runner_lib.NativeRunner(_params(tmp_path))
   with pytest.raises(ValueError, match='has no checkpoint to evaluate'):
     runner.evaluate(1)

@@ -142,3 +142,40 @@ def test_without_a_last_step_training_runs_until_stopped():
   policy.request_stop()  # E.g. the input ended.
   assert policy.after_loop(1003, [1.0]) == loop.LoopDecision(True, True)
   assert policy.replace(save_every_steps=5).save_every_steps == 5
+
+
+def test_loops_sized_in_seconds_grow_to_the_budget(caplog):
+  """loop_secs: TPUEstimator's iterations_per_loop='3s'. The first loop is
+  one step; then as many as the mean step time fits in the budget, never
+  past a save or to_step; each loop's time is logged as ElapsedTime."""
+  clock = _Clock()
+  policy = _policy(clock, save_every_steps=None, loop_secs=3,
+                   train_steps=1000)
+  policy.begin(0, 1000)
+  step, sizes = 0, []
+  with caplog.at_level(logging.INFO):
+    for _ in range(4):
+      steps = policy.loop_steps(step)
+      sizes.append(steps)
+      clock.now += 0.25 * steps  # 0.25 s a step.
+      step += steps
+      policy.after_loop(step, [1.0] * steps)
+  assert sizes == [1, 12, 12, 12], sizes
+  assert [r.getMessage() for r in caplog.records
+          if r.getMessage().startswith('ElapsedTime')][:2] == [
+              'ElapsedTime: 0.250', 'ElapsedTime: 3.000']
+  assert policy.loop_steps(995) == 5  # to_step caps it.
+  saving = _policy(clock, save_every_steps=10, loop_secs=3)
+  saving.begin(0, 100)
+  saving.loop_steps(0)
+  clock.now += 0.25
+  saving.after_loop(1, [1.0])
+  assert saving.loop_steps(1) == 9  # The save at 10 caps it.
+
+
+def test_policy_for_a_seconds_budget():
+  policy = loop.policy_for(config.Config(
+      iterations_per_loop=25, iterations_per_loop_secs=60, train_steps=200,
+      train_batch_size=32, model_dir='/m'))
+  assert (policy.loop_secs, policy.steps_per_loop) == (60, 25)
+  assert loop.policy_for(config.Config(model_dir='/m')).loop_secs is None

@@ -13,9 +13,10 @@ is nan at step N").
 
 Neither training hook needs a boundary after every step
 (`steps_between_runs_matter = False`): the tf2 engine, which stops a
-strategy's training on a signal after its loop of steps, keeps its loops
-of several steps with them (an unknown hook may stop training at any step,
-so it gets one step a loop, as Estimator's session.run).
+strategy's training on a signal after its loop of steps, replays them after
+the loop (an unknown hook may stop training at any step, so it runs inside
+the loop after each step, or, across workers, gets one step a loop, as
+Estimator's session.run).
 """
 
 import tensorflow as tf

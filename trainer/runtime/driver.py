@@ -84,7 +84,7 @@ def train(trainer: LoopTrainer, policy, to_step: Optional[int]) -> int:
       result = trainer.train_loop(num_steps)
       step = trainer.global_step()
       preempted = _agreed_preemption(trainer)
-      if len(result.losses) < num_steps:
+      if len(result.losses) < num_steps and not result.stop:
         logging.info('Input ended at step %d: training stops there.', step)
         policy.request_stop()
       if result.stop:

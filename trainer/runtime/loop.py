@@ -9,6 +9,11 @@ the policy
   * raises NonFiniteLossError naming the first step whose loss is NaN or Inf;
   * logs the progress line (trainer/runtime/progress.py) once at least
     `steps_per_loop` steps passed since the last one, and at the end;
+  * sizes the loops where the runner lets it (`loop_steps`): up to
+    `steps_per_loop` steps, or, given `loop_secs`, as many as take about
+    that long, learned from the loops so far (TPUEstimator's
+    `iterations_per_loop='60s'`, iteration_count.py: the first loop is one
+    step);
   * decides to save when the step reaches or passes a multiple of
     `save_every_steps` (or `save_every_secs` passed since the last save, as
     Estimator's save_checkpoints_secs), at the end of train(to_step), and
@@ -30,6 +35,7 @@ import numpy as np
 
 from trainer.guard import nonfinite
 from trainer.guard import preemption
+from trainer.runtime import iteration_count
 from trainer.runtime import progress
 
 LoopDecision = collections.namedtuple('LoopDecision', ['save', 'stop'])
@@ -60,7 +66,7 @@ class LoopPolicy:
 
   def __init__(self, *, save_every_steps, steps_per_loop, global_batch,
                train_steps, model_dir, save_every_secs=None,
-               clock=time.monotonic):
+               loop_secs=None, clock=time.monotonic):
     """All arguments keyword-only; integers must be positive.
 
     save_every_steps: checkpoint cadence in steps, or None. save_every_secs:
@@ -70,7 +76,9 @@ class LoopPolicy:
     global_batch: examples per step, for examples/sec (None: unknown, e.g.
     an Estimator input_fn that batches itself). train_steps: the run's last
     step, for the ETA (None: unknown). model_dir: named in non-finite
-    errors.
+    errors. loop_secs: size loops to about this many seconds instead of
+    steps_per_loop steps (which then sets only the progress line's
+    cadence), or None.
     """
     self.save_every_steps = _positive_integer('save_every_steps',
                                               save_every_steps, optional=True)
@@ -80,6 +88,10 @@ class LoopPolicy:
       raise ValueError('`save_every_steps` and `save_every_secs` cannot both '
                        'be set.')
     self.steps_per_loop = _positive_integer('steps_per_loop', steps_per_loop)
+    self.loop_secs = _positive_number('loop_secs', loop_secs)
+    self._loop_counts = (iteration_count.IterationCountEstimator()
+                         if self.loop_secs else None)
+    self._loop_started = None  # clock() when the sized loop began.
     self.global_batch = _positive_integer('global_batch', global_batch,
                                           optional=True)
     self.train_steps = _positive_integer('train_steps', train_steps,
@@ -102,7 +114,8 @@ class LoopPolicy:
                 save_every_secs=self.save_every_secs,
                 steps_per_loop=self.steps_per_loop,
                 global_batch=self.global_batch, train_steps=self.train_steps,
-                model_dir=self.model_dir, clock=self._clock)
+                model_dir=self.model_dir, loop_secs=self.loop_secs,
+                clock=self._clock)
     args.update(changes)
     return LoopPolicy(**args)
 
@@ -124,9 +137,13 @@ class LoopPolicy:
 
   def loop_steps(self, step):
     """Steps of the next loop from `step`, for runners that choose: at most
-    steps_per_loop, ending at the next multiple of save_every_steps or at
-    to_step."""
-    steps = min(self.steps_per_loop, self._to() - step)
+    steps_per_loop (or what fits in loop_secs), ending at the next multiple
+    of save_every_steps or at to_step."""
+    if self._loop_counts is not None:
+      steps = min(self._loop_counts.get(self.loop_secs), self._to() - step)
+      self._loop_started = self._clock()
+    else:
+      steps = min(self.steps_per_loop, self._to() - step)
     if self.save_every_steps:
       every = self.save_every_steps
       steps = min(steps, (step // every + 1) * every - step)
@@ -142,12 +159,23 @@ class LoopPolicy:
     Raises NonFiniteLossError naming the first step with a NaN or Inf loss.
     """
     self._to()
+    self._time_loop(losses)
     nonfinite.check_losses(losses, step, self.model_dir)
     if preempted is None:
       preempted = preemption.requested()
     self._stop = self._stop or preempted
     self._log_progress(step, losses)
     return LoopDecision(save=self.should_save(step), stop=self._stop)
+
+  def _time_loop(self, losses):
+    """Records how long the loop loop_steps sized took (TPUEstimator's
+    ElapsedTime line), for the next loop's size."""
+    if self._loop_started is None:
+      return
+    elapsed = self._clock() - self._loop_started
+    self._loop_started = None
+    logging.info('ElapsedTime: %.3f', elapsed)
+    self._loop_counts.update(elapsed, int(np.asarray(losses).size))
 
   @staticmethod
   def should_save_at_start(has_checkpoint):
@@ -212,6 +240,7 @@ def policy_for(config):
   return LoopPolicy(save_every_steps=config.save_checkpoints_steps,
                     save_every_secs=config.save_checkpoints_secs,
                     steps_per_loop=config.iterations_per_loop,
+                    loop_secs=config.iterations_per_loop_secs or None,
                     global_batch=config.train_batch_size or None,
                     train_steps=config.train_steps or None,
                     model_dir=config.model_dir)

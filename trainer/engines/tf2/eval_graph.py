@@ -81,12 +81,15 @@ def no_new_variables():
     raise NewVariableError(kwargs.get('name'))
 
   noise = _RefusalNoise()
-  tf.get_logger().addFilter(noise)
+  logger = tf.get_logger()
+  # First: a filter that drops the traceback of the Coordinator's reports
+  # (trainer/runtime/startup.py) would hide the exception this one reads.
+  logger.filters.insert(0, noise)
   try:
     with tf.variable_creator_scope(refuse):
       yield
   finally:
-    tf.get_logger().removeFilter(noise)
+    logger.removeFilter(noise)
 
 
 def join_replicas(strategy, element):

@@ -12,7 +12,10 @@ SummarySaverHook and hooks written the same way work unchanged, called as
 often and in the order a MonitoredSession calls them; at the end of the
 input the hooks get the `before_run` of the session.run that finds no
 batch, as in TF1. `run_context.request_stop()` stops training at the end
-of the loop (as on a TPU, where a loop is one session.run).
+of the loop (as on a TPU, where a loop is one session.run). Where a hook
+may stop between two steps, the runner replays each step inside the loop,
+right after it (train.py's _InLoopHooks), or makes loops of one step
+across workers, so training stops at the step a Session's would.
 
 There is no Session to run other graph tensors: `after_create_session`,
 `end` and `run_context.session` get a `HostSession` that answers fetches
@@ -312,9 +315,20 @@ class HookRunner:
     if self._graph is None:
       yield
       return
-    with self._graph.as_default(), model_fn_adapter.fresh_collections(
+    # Graph's own as_default: FuncGraph's also inherits the outer graph's
+    # device and control scopes, which a lookup needs not (and costs a new
+    # Graph a call in a py_function's thread: 0.15 ms a step replayed).
+    with tf.Graph.as_default(self._graph), model_fn_adapter.fresh_collections(
         self._collections), tf1_semantics.graph_semantics(), (
             _quiet_collection_noise()):
+      yield
+
+  @contextlib.contextmanager
+  def replaying(self):
+    """Within the block, the TF1 semantics a replay needs stay installed
+    (tf1_semantics.graph_semantics, process-wide), so that replaying each
+    step of a loop inside it, as the loop runs, installs none of them."""
+    with tf1_semantics.graph_semantics(), _quiet_collection_noise():
       yield
 
   def restart(self):

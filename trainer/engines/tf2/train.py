@@ -13,7 +13,9 @@ input_fn anew, as Estimator does. After each loop, on the host:
     its update, as in TF1, so summaries land at TPUEstimator's steps;
   * SessionRunHooks (the call's, the spec's training_hooks and Estimator's
     own loss / global_step/sec summary hooks) see each step's fetches
-    (hook_runner.py), from the first replica;
+    (hook_runner.py), from the first replica; a hook that may stop
+    training between two steps runs inside the loop after each step in
+    one process, or gets loops of one step across workers;
   * the loop driver (trainer/runtime/driver.py) decides checkpoints, the
     progress line, non-finite checks and SIGTERM by the loop policy
     (trainer/runtime/loop.py); a hook's request_stop() ends training after
@@ -83,6 +85,8 @@ class Training(driver.LoopTrainer):
     self._hooks_in_trace = False  # The loop's trace runs the hooks.
     self._checks = graph_check.Recorder()
     self._hook_steps = None  # Steps per loop user hooks impose, if any.
+    self._hooks_in_loop = False  # Hooks run between the loop's steps.
+    self._in_loop = _InLoopHooks()
     self._to_step = None  # The last step of the current train() call.
     self._listeners = None  # checkpoint_listeners.Listeners of a call.
     self.last_loss = None  # The last step's loss of the current call.
@@ -163,11 +167,17 @@ class Training(driver.LoopTrainer):
     self._hooks = hook_runner
     # Estimator runs hooks after every session.run: one step on CPU and
     # GPU, one loop on TPU. A user hook may stop training at any of them;
-    # those known not to (see _bounds_loops) keep the loops.
+    # those known not to (see _bounds_loops) keep the loops. In one
+    # process the hooks then run inside the loop after each step (a
+    # py_function, _InLoopHooks), which stops where a hook asks; across
+    # workers or parameter servers (where every worker must stop at the
+    # same step) a loop is one step.
     bounding = [hook for hook in user_hooks
                 if _bounds_loops(hook, self._call_hooks, self._to_step)]
-    self._hook_steps = None if (
-        not bounding or runner.strategy_kind == 'tpu') else 1
+    per_step = bool(bounding) and runner.strategy_kind != 'tpu'
+    self._hooks_in_loop = per_step and (
+        runner.strategy_kind in _IN_PROCESS_KINDS)
+    self._hook_steps = 1 if per_step and not self._hooks_in_loop else None
     return tensors
 
   @contextlib.contextmanager
@@ -212,7 +222,7 @@ class Training(driver.LoopTrainer):
                    ] if self._host_call else []
 
     def train_loop(iterator, steps):
-      def body(i, ended, losses, host, hooked):
+      def body(i, ended, stopped, losses, host, hooked):
         element = iterator.get_next_as_optional()
 
         def train_step():
@@ -220,22 +230,27 @@ class Training(driver.LoopTrainer):
           written = losses.write(i, strategy.reduce(_MEAN, loss, axis=None))
           host_written = tuple(array.write(i, strategy_lib.gather(strategy, t, axis=0))
                                for array, t in zip(host, host_tensors))
-          # The first replica's (see _trace_hooks), serialised: the hooks
-          # are traced with this body, after the arrays' dtypes are set.
-          hooked_written = hooked.write(i, _serialized(
-              [strategy.experimental_local_results(t)[0]
-               for t in hook_tensors]))
-          return i + 1, ended, written, host_written, hooked_written
+          # The first replica's (see _trace_hooks): run by the hooks now,
+          # or serialised for their replay after the loop (the hooks are
+          # traced with this body, after the arrays' dtypes are set).
+          first = [strategy.experimental_local_results(t)[0]
+                   for t in hook_tensors]
+          stop = stopped
+          if self._hooks_in_loop:
+            stop = self._in_loop.after_step(i, first)
+            first = []
+          hooked_written = hooked.write(i, _serialized(first))
+          return i + 1, ended, stop, written, host_written, hooked_written
 
         def input_ended():
-          return i, tf.constant(True), losses, host, hooked
+          return i, tf.constant(True), stopped, losses, host, hooked
 
         return tf.cond(element.has_value(), train_step, input_ended)
 
-      count, _, losses, host, hooked = tf.while_loop(
-          lambda i, ended, *_: tf.logical_and(i < steps,
-                                              tf.logical_not(ended)), body,
-          (tf.constant(0), tf.constant(False),
+      count, _, _, losses, host, hooked = tf.while_loop(
+          lambda i, ended, stopped, *_: tf.logical_not(tf.logical_or(
+              i >= steps, tf.logical_or(ended, stopped))), body,
+          (tf.constant(0), tf.constant(False), tf.constant(False),
            tf.TensorArray(tf.float32, size=steps),
            tuple(tf.TensorArray(d, size=steps) for d in host_dtypes),
            tf.TensorArray(tf.string, size=steps, infer_shape=False,
@@ -301,7 +316,11 @@ class Training(driver.LoopTrainer):
     whether a hook asked to stop). Fewer losses: the input ended."""
     first_step = self._runner.global_step()
     self._profile.before_steps(first_step, num_steps)
-    with self._scope():
+    self._in_loop.start(self._hooks if self._hooks_in_loop else None,
+                        first_step)
+    replaying = self._hooks.replaying() if self._hooks_in_loop else (
+        contextlib.nullcontext())
+    with self._scope(), replaying:
       losses, host_values, hook_values = parameter_servers.run_loop(
           self._runner.strategy, self._loop, self._iterator, num_steps)
     losses = losses.numpy()
@@ -309,9 +328,12 @@ class Training(driver.LoopTrainer):
     self._run_host_calls([v.numpy() for v in host_values])
     stop = False
     if self._hooks:
-      per_step = _deserialized(hook_values.numpy())
-      stop = self._hooks.after_steps(per_step, first_step,
-                                     self._runner.global_step)
+      if self._hooks_in_loop:
+        stop = self._in_loop.finish()  # A hook's exception: raised here.
+      else:
+        per_step = _deserialized(hook_values.numpy())
+        stop = self._hooks.after_steps(per_step, first_step,
+                                       self._runner.global_step)
       if len(losses) < num_steps and not stop:  # The input ended.
         self._hooks.input_ended(self._runner.global_step)
     return losses, stop
@@ -416,6 +438,66 @@ def _bounds_loops(hook, call_hooks, to_step):
     _, last_step = facade_private.stop_hook_config(hook)
     return last_step is None or last_step < to_step
   return True
+
+
+# Strategies whose loop runs in this process alone (no other worker must
+# stop at the same step): hooks can run between its steps.
+_IN_PROCESS_KINDS = ('default', 'mirrored', 'OneDeviceStrategy')
+
+
+class _InLoopHooks:
+  """Runs the hooks after each step inside the loop (a tf.py_function
+  the loop's tf.while_loop waits for), so that a hook's request_stop() ends
+  the loop after that step, as a Session's run would; an exception a hook
+  raises ends it too, and is raised again, as it was, after the loop
+  (TensorFlow would wrap it in its own error)."""
+
+  def __init__(self):
+    self._hooks = None  # The HookRunner of the loop running, if any.
+    self._first_step = 0
+    self._stop = False
+    self._error = None
+
+  def start(self, hooks, first_step):
+    """Before a loop: `hooks` (a HookRunner, or None) run after its
+    steps, the first of which starts at global step `first_step`."""
+    self._hooks, self._first_step = hooks, first_step
+    self._stop, self._error = False, None
+
+  def after_step(self, index, values):
+    """In the traced loop body, after the step: a scalar bool tensor,
+    whether to stop; the hooks get `values` (their fetches' tensors) of the
+    loop's step `index`."""
+    stop = tf.py_function(self._run, [index] + list(values), tf.bool)
+    stop.set_shape([])
+    return stop
+
+  def _run(self, index, *values):
+    if self._hooks is None:
+      return False
+    try:
+      step_values = [[_numpy(v) for v in values]]
+      self._stop = self._hooks.after_steps(
+          step_values, self._first_step + int(index), None) or self._stop
+    except BaseException as e:  # pylint: disable=broad-except
+      self._error = e  # Raised by finish(), with its own type and trace.
+      return True
+    return self._stop
+
+  def finish(self):
+    """After the loop: whether a hook asked to stop; raises what a hook
+    raised."""
+    error, self._error, self._hooks = self._error, None, None
+    if error is not None:
+      raise error
+    return self._stop
+
+
+def _numpy(tensor):
+  """The value of an eager tensor as _deserialized gives it."""
+  array = tensor.numpy()  # Scalars: numpy's, or bytes.
+  return array[()] if isinstance(array, np.ndarray) and array.ndim == 0 else (
+      array)
 
 
 def _serialized(tensors):

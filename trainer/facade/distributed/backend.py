@@ -121,14 +121,12 @@ class Backend:
     user's params dict reaches the model_fn apart, unchanged)."""
     model, config = self.model, self.model.config
     tpu_config = getattr(config, 'tpu_config', None)
+    loop_secs = 0
     if model.is_tpu and tpu_config is not None:
       loop, unit = util.parse_iterations_per_loop(
           tpu_config.iterations_per_loop)
-      if unit == 'seconds':
-        raise NotImplementedError(
-            f'TPUConfig(iterations_per_loop={tpu_config.iterations_per_loop!r})'
-            ' (a duration) is not supported by trainer.legacy on a TPU or '
-            'with a distribution strategy: give a number of steps.')
+      if unit == 'seconds':  # TPUEstimator's loops of about `loop` seconds.
+        loop_secs, loop = loop, config.log_step_count_steps or 100
     else:
       loop = config.log_step_count_steps or 100
     eval_mode = specs.ModeKeys.EVAL if mode == specs.ModeKeys.TRAIN else mode
@@ -140,7 +138,7 @@ class Backend:
         eval_batch_size=model.batch_size(eval_mode) or 0,
         model_dir=model.model_dir,
         keep_checkpoint_max=config.keep_checkpoint_max or None,
-        iterations_per_loop=loop,
+        iterations_per_loop=loop, iterations_per_loop_secs=loop_secs,
         save_checkpoints_steps=config.save_checkpoints_steps,
         save_checkpoints_secs=config.save_checkpoints_secs,
         save_summary_steps=config.save_summary_steps,

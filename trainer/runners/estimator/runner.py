@@ -120,7 +120,9 @@ class EstimatorRunner:
         save_summary_steps=config.save_summary_steps,
         log_step_count_steps=config.log_step_count_steps,
         tpu_config=_tpu.TPUConfig(
-            iterations_per_loop=config.iterations_per_loop,
+            iterations_per_loop=(f'{config.iterations_per_loop_secs}s'
+                                 if config.iterations_per_loop_secs else
+                                 config.iterations_per_loop),
             num_shards=config.num_cores,
             per_host_input_for_training=_tpu.InputPipelineConfig.PER_HOST_V2))
     self.estimator = _tpu.TPUEstimator(

@@ -91,6 +91,11 @@ class NativeRunner:
 
   def __init__(self, config, strategy=None, *, input_fn=None,
                on_loop_end=None, jit_compile=None):
+    if config.iterations_per_loop_secs:
+      raise ValueError(
+          f'--iterations_per_loop_secs={config.iterations_per_loop_secs}: the '
+          'native runner runs loops of --iterations_per_loop steps (Orbit); '
+          'give that instead, or use --runner=tf2.')
     for key in ('iterations_per_loop', 'save_checkpoints_steps',
                 'keep_checkpoint_max', 'train_batch_size', 'eval_batch_size'):
       value = getattr(config, key)
