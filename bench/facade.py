@@ -8,17 +8,18 @@ Runs each unmodified Estimator program of bench/programs/ (their figures:
 bench/programs/timing.py) as a user would, one process per run:
   reference  .venv/legacy/bin/python PROGRAM    (TF 2.15.1, real Estimator)
   LANE       .venv/LANE/bin/python -m trainer.legacy PROGRAM  (the facade)
-and plain_session.py (the same graph as dnn.py without Estimator) as
-`.venv/LANE/bin/python PROGRAM` on every lane, so that its ratio is what
-TensorFlow itself costs. The sides of a program run one after the other
+and plain_session.py (the same graph as dnn.py without Estimator) and
+cluster_session.py (cluster.py's training without Estimator, on the same
+loopback cluster) as `.venv/LANE/bin/python PROGRAM` on every lane, so that
+their ratios are what TensorFlow itself costs. The sides of a program run one after the other
 within a round, their order turning every round, so that a machine shared
 with other work slows both alike; the ratios facade/reference are taken per
 round and reported as their median and range (MIN-MAX) over the rounds.
-The cluster program runs a loopback TF_CONFIG cluster (chief, 2 workers,
+The cluster programs run a loopback TF_CONFIG cluster (chief, 2 workers,
 1 ps on localhost ports) per side; its steps/s is global steps/s on the
 chief. The last line: `facade/reference steps_per_sec: MEDIAN (MIN-MAX),
 peak_rss: MEDIAN` over every round of every Estimator program on the first
-of --lanes (the plain_session programs left out: no Estimator in them).
+of --lanes (the TensorFlow-only programs left out: no Estimator in them).
 This driver imports no TensorFlow: any Python runs it.
 """
 
@@ -46,7 +47,9 @@ ESTIMATOR_PROGRAMS = {
 TF_PROGRAMS = {
     'plain_session': ('plain_session.py', ['--session=plain'], False),
     'monitored_session': ('plain_session.py', ['--session=monitored'], False),
+    'cluster_session': ('cluster_session.py', [], False),
 }
+CLUSTER_PROGRAMS = ('cluster', 'cluster_session')
 ALL = {**ESTIMATOR_PROGRAMS, **TF_PROGRAMS}
 DEFAULT = list(ALL)
 SMOKE = ['dnn']
@@ -94,8 +97,8 @@ def _run_one(lane, program, args, work, timeout):
   args = args + [f'--model_dir={model_dir}/model', f'--out={out}']
   through = ALL[program][2]
   log = os.path.join(model_dir, 'log')
-  if program == 'cluster':
-    return _run_cluster(lane, args, model_dir, out, log, timeout)
+  if program in CLUSTER_PROGRAMS:
+    return _run_cluster(lane, program, args, model_dir, out, log, timeout)
   with open(log, 'w') as f:
     code = subprocess.run(_command(lane, program, through, args), stdout=f,
                           stderr=subprocess.STDOUT, env=_env(lane),
@@ -112,7 +115,7 @@ def _read(out, log, code, program, lane):
     return json.load(f)
 
 
-def _run_cluster(lane, args, model_dir, out, log, timeout):
+def _run_cluster(lane, program, args, model_dir, out, log, timeout):
   """chief, worker 0 and 1, ps 0 on localhost; the chief's figures."""
   ports = _free_ports(4)
   cluster = {'chief': [f'localhost:{ports[0]}'],
@@ -130,7 +133,7 @@ def _run_cluster(lane, args, model_dir, out, log, timeout):
         task_args = [a for a in task_args if not a.startswith('--out=')]
       f = open(f'{log}.{kind}{index}', 'w')
       procs.append((kind, f, subprocess.Popen(
-          _command(lane, 'cluster', True, task_args), stdout=f,
+          _command(lane, program, ALL[program][2], task_args), stdout=f,
           stderr=subprocess.STDOUT, env=env)))
     deadline = time.time() + timeout
     code = None
@@ -147,7 +150,7 @@ def _run_cluster(lane, args, model_dir, out, log, timeout):
         proc.wait()
       f.close()
   return _read(out, f'{log}.chief0' if code == 0 else f'{log}.{kind}0'
-               if kind != 'worker' else f'{log}.worker0', code, 'cluster',
+               if kind != 'worker' else f'{log}.worker0', code, program,
                lane)
 
 

@@ -33,6 +33,9 @@ _EXPECTED = {
                r'unsliced:\s+[\d.]+ ms/step \(1\.00x\); XLA:CPU total'],
     'release_drift': [r'^reference: TF [\d.]+',
                       r'^TF [\d.]+\s+sigmoid\s+0 of\s+\d+ differ, max 0 ulp'],
+    'startup': [r'^\w+\s+import tensorflow\s+-\s+[\d.]+ \(',
+                r'^\w+\s+trainer\.main --runner=\w+\s+[\d.]+ \([\d.]+-[\d.]+\)'
+                r'\s+[\d.]+ \('],
     'runners': [r'^tf2\s+[\d.]+\s+[\d.]+', r'^keras_fit\s+[\d.]+',
                 r'^native\s+[\d.]+', r'tf2 / keras_fit: [\d.]+x'],
 }
